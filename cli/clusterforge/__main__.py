@@ -1,0 +1,3 @@
+from clusterforge.main import main
+
+main()

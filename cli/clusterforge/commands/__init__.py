@@ -1,0 +1,8 @@
+"""Command groups of the CLI, one module each."""
+
+from clusterforge.commands.facts import facts
+from clusterforge.commands.inventory import inventory
+from clusterforge.commands.lab import lab
+from clusterforge.commands.validate import validate
+
+COMMAND_GROUPS = [inventory, lab, facts, validate]

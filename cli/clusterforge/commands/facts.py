@@ -1,0 +1,8 @@
+"""`clusterforge facts`."""
+
+import click
+
+
+@click.group()
+def facts() -> None:
+    """(being built)"""

@@ -1,0 +1,8 @@
+"""`clusterforge inventory`."""
+
+import click
+
+
+@click.group()
+def inventory() -> None:
+    """(being built)"""

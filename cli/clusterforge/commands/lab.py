@@ -1,0 +1,8 @@
+"""`clusterforge lab`."""
+
+import click
+
+
+@click.group()
+def lab() -> None:
+    """(being built)"""

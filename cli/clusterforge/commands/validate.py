@@ -1,0 +1,8 @@
+"""`clusterforge validate`."""
+
+import click
+
+
+@click.command()
+def validate() -> None:
+    """(being built)"""

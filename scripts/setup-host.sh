@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install the host packages ClusterForge's lab and tests need (Debian/Ubuntu, as root).
+# Idempotent: installs only what is missing.
+#   podman + runc   lab and Molecule nodes (runc: crun refuses cgroup v1 hybrid hosts)
+#   debootstrap     builds the node image without any container registry
+#   openssh-client  Ansible and testinfra reach nodes over real SSH
+#   python3-venv    the controller's virtual environment
+set -euo pipefail
+PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then echo "host packages present"; exit 0; fi
+if [[ $(id -u) != 0 ]]; then
+  echo "setup-host: missing packages: ${missing[*]} (fix: run this script as root, or apt-get install them)" >&2
+  exit 4
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "installed: ${missing[*]}"

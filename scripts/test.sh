@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# ClusterForge's test command: does all set-up on a fresh Debian/Ubuntu machine
+# (host packages, node image, virtual environment), then runs every gate:
+#   lint      yamllint, ansible-lint (production profile), ruff
+#   unit      pytest: unit tests and conformance tests on real captured outputs
+#   molecule  every role's Molecule scenario (real Debian nodes in podman)
+#   lab       integration tests on a lab cluster (clusterforge lab up ... down)
+# and prints how long each part took.
+#
+#   scripts/test.sh                 everything
+#   scripts/test.sh lint unit       only these parts (setup always runs)
+#   CF_MOLECULE_SCENARIOS="base"    only these roles' scenarios
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export CONTAINERS_CONF=$ROOT/images/node/containers.conf
+export PATH=$ROOT/.venv/bin:$PATH
+export PY_COLORS=0 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
+PARTS=("$@")
+((${#PARTS[@]})) || PARTS=(lint unit molecule lab)
+
+TIMINGS=()
+FAILED=()
+T_START=$SECONDS
+run_part() {  # run_part NAME cmd...: run, time and record a part; keep going on failure
+  local name=$1 t0=$SECONDS rc=0; shift
+  printf '\n===== %s\n' "$name"
+  "$@" || rc=$?
+  TIMINGS+=("$(printf '%-28s %5ds  %s' "$name" $((SECONDS - t0)) "$([[ $rc == 0 ]] && echo ok || echo "FAILED (rc=$rc)")")")
+  [[ $rc == 0 ]] || FAILED+=("$name")
+  return $rc
+}
+wants() { local p; for p in "${PARTS[@]}"; do [[ $p == "$1" ]] && return 0; done; return 1; }
+
+lint() {
+  local rc=0
+  yamllint -s . || rc=1
+  ruff check . || rc=1
+  ruff format --check . || rc=1
+  ansible-lint -q || rc=1
+  return $rc
+}
+
+molecule_all() {
+  local rc=0 role scen
+  for scen in roles/*/molecule/*/molecule.yml; do
+    [[ -e $scen ]] || { echo "no Molecule scenarios"; return 0; }
+    role=$(basename "$(dirname "$(dirname "$(dirname "$scen")")")")
+    if [[ -n ${CF_MOLECULE_SCENARIOS:-} && " $CF_MOLECULE_SCENARIOS " != *" $role "* ]]; then continue; fi
+    run_part "molecule $role/$(basename "$(dirname "$scen")")" \
+      bash -c "cd roles/$role && molecule test -s $(basename "$(dirname "$scen")")" || rc=1
+  done
+  return $rc
+}
+
+run_part "setup: host packages" scripts/setup-host.sh || exit 4
+run_part "setup: python venv" scripts/setup-venv.sh || exit 4
+if wants molecule || wants lab; then
+  run_part "setup: node image" scripts/build-node-image.sh || exit 4
+fi
+wants lint && run_part lint lint
+wants unit && run_part "unit + conformance" pytest -q
+wants molecule && molecule_all
+wants lab && run_part "lab integration" pytest -q -m lab tests/integration
+
+printf '\n===== timings\n'
+printf '%s\n' "${TIMINGS[@]}"
+printf '%-28s %5ds\n' "total" $((SECONDS - T_START))
+if ((${#FAILED[@]})); then
+  printf 'FAILED: %s\n' "${FAILED[*]}"
+  exit 1
+fi
+echo "all parts passed"
