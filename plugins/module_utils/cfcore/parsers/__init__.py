@@ -1,1 +1,111 @@
-"""Parsers of vendor tool outputs (nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, kernel log)."""
+"""Parsers of vendor tool outputs (nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, kernel log).
+
+    from cfcore.parsers import parse, ParseError
+    facts = parse("nvidia-smi-q-xml", text)     # -> dict, see each module's docstring
+
+Every parser is a pure function of the text (read_sysfs_infiniband is the one that
+reads files). They tolerate fields they do not know and version differences, and raise
+ParseError (kind, message, line, fix) for input that is not the tool's output: empty
+input, another tool's output, an HTML page, or the tool's own failure message (the
+driver is not loaded, NVML failed). Shared conventions: see common.py.
+"""
+
+from __future__ import annotations
+
+from . import ascend, hccn, infiniband, kernel_log, nvidia, pci
+from .common import ParseError, normalize_pci_bus_id, strip_source_header
+from .infiniband import read_sysfs_infiniband
+
+
+class Kind:
+    """A KIND name: the tool command that captures it, and its parser."""
+
+    __slots__ = ("capture", "description", "name", "parser")
+
+    def __init__(self, name: str, capture: str, description: str, parser):
+        self.name = name
+        self.capture = capture
+        self.description = description
+        self.parser = parser
+
+
+_KIND_LIST = (
+    Kind("nvidia-smi-q", "nvidia-smi -q", "GPU inventory and health, text", nvidia.parse_nvidia_smi_q),
+    Kind(
+        "nvidia-smi-q-xml", "nvidia-smi -q -x", "GPU inventory and health, XML", nvidia.parse_nvidia_smi_q_xml
+    ),
+    Kind(
+        "nvidia-smi-csv",
+        f"nvidia-smi --query-gpu={nvidia.QUERY_GPU_FIELDS} --format=csv",
+        "GPU inventory and health, CSV (any field list with a header row)",
+        nvidia.parse_nvidia_smi_csv,
+    ),
+    Kind("nvidia-smi-topo", "nvidia-smi topo -m", "GPU/NIC connection matrix", nvidia.parse_nvidia_smi_topo),
+    Kind(
+        "nvidia-smi-nvlink",
+        "nvidia-smi nvlink -s",
+        "NVLink state and speed per link",
+        nvidia.parse_nvidia_smi_nvlink,
+    ),
+    Kind("npu-smi-info", "npu-smi info", "Ascend NPU/chip table", ascend.parse_npu_smi_info),
+    Kind(
+        "npu-smi-board",
+        "npu-smi info -t board -i NPU_ID",
+        "Ascend board, firmware and driver versions",
+        ascend.parse_npu_smi_board,
+    ),
+    Kind(
+        "npu-smi-health",
+        "npu-smi info -t health -i NPU_ID",
+        "Ascend NPU health and error codes",
+        ascend.parse_npu_smi_health,
+    ),
+    Kind("hccn-ip", "hccn_tool -i DEVICE_ID -ip -g", "NPU NIC address and netmask", hccn.parse_hccn_ip),
+    Kind("hccn-link", "hccn_tool -i DEVICE_ID -link -g", "NPU NIC link status", hccn.parse_hccn_link),
+    Kind(
+        "hccn-net-health",
+        "hccn_tool -i DEVICE_ID -net_health -g",
+        "NPU NIC network health probe",
+        hccn.parse_hccn_net_health,
+    ),
+    Kind("ibstat", "ibstat", "InfiniBand/RoCE adapters and port states", infiniband.parse_ibstat),
+    Kind(
+        "lspci", "lspci -vvv -nn -D (as root)", "PCIe link capability and status per device", pci.parse_lspci
+    ),
+    Kind("xid", "dmesg (or journalctl -k -b)", "NVIDIA Xid events in the kernel log", kernel_log.parse_xid),
+)
+
+KINDS = {kind.name: kind for kind in _KIND_LIST}
+PARSERS = {kind.name: kind.parser for kind in _KIND_LIST}
+HCCN_KINDS = ("hccn-ip", "hccn-link", "hccn-net-health")
+
+
+def parse(kind: str, text: str, device: int | None = None) -> dict:
+    """Parse `text` as the output of KIND; `device` names the NPU for the hccn-* kinds.
+
+    Raises KeyError for an unknown kind and ParseError for input that is not its output;
+    the error's `fix` says how to capture a usable output.
+    """
+    if kind not in PARSERS:
+        raise KeyError(f"unknown kind {kind!r}; known kinds: {', '.join(PARSERS)}")
+    try:
+        if kind in HCCN_KINDS:
+            return PARSERS[kind](text, device=device)
+        return PARSERS[kind](text)
+    except ParseError as err:
+        if err.fix is None:
+            err.fix = f"capture it with: {KINDS[kind].capture} > FILE"
+        raise
+
+
+__all__ = [
+    "HCCN_KINDS",
+    "KINDS",
+    "PARSERS",
+    "Kind",
+    "ParseError",
+    "normalize_pci_bus_id",
+    "parse",
+    "read_sysfs_infiniband",
+    "strip_source_header",
+]

@@ -1,0 +1,113 @@
+"""`clusterforge inventory check`: load an inventory through Ansible and report every problem at once.
+
+    report = check_inventory(["inventories/example"])
+    report.valid, report.errors, report.warnings
+
+The checks, each in its own module:
+  files       YAML syntax, duplicate keys, group_vars/host_vars matching nothing
+  hosts       required variables (requirements.py), host names, management addresses, racks
+  skus        node_sku known to the catalog and matching the accelerator group
+  bom         version formats and compatibility rules (data/bom_rules.yml)
+  hccn        the Ascend NPU NIC plan and its subnet rule
+  addresses   IP/network formats, address inside its network, duplicate addresses fleet-wide
+  groups      expected groups, group dependencies, quorum sizes, Slurm partitions
+"""
+
+from __future__ import annotations
+
+import os
+
+from clusterforge.errors import InvalidInput
+from clusterforge.inventory_check import files as file_checks
+from clusterforge.inventory_check.addresses import check_addresses
+from clusterforge.inventory_check.ansible_load import load_inventory, use_project_ansible_cfg
+from clusterforge.inventory_check.bom import check_bom
+from clusterforge.inventory_check.context import Context, HostView
+from clusterforge.inventory_check.groups import check_groups
+from clusterforge.inventory_check.hccn import check_hccn
+from clusterforge.inventory_check.hosts import check_hosts
+from clusterforge.inventory_check.problems import ERROR, WARNING, Problem, Report
+from clusterforge.inventory_check.rules import load_rules
+from clusterforge.inventory_check.skus import check_skus
+from clusterforge.inventory_check.templating import TemplateCache
+
+__all__ = ["ERROR", "WARNING", "Problem", "Report", "check_inventory"]
+
+# Problems of the files themselves that make Ansible's view of the variables unreliable.
+_BLOCKING_FILE_RULES = ("yaml.syntax", "vars.not_mapping", "file.unreadable")
+
+
+def check_inventory(sources: list[str]) -> Report:
+    """Every problem of the inventory made of `sources` (files, directories, plugin configs)."""
+    missing = [s for s in sources if "," not in s and not os.path.exists(s)]
+    if missing:
+        raise InvalidInput(
+            f"inventory source not found: {', '.join(missing)}",
+            "pass an inventory file or directory with -i, e.g. -i inventories/example",
+        )
+    use_project_ansible_cfg()
+    loaded = load_inventory(sources)
+    report = Report(sources=loaded.sources, host_count=len(loaded.hosts), group_count=len(loaded.groups))
+
+    vars_files = file_checks.vars_files(loaded.sources)
+    inventory_problems = file_checks.check_inventory_yaml(file_checks.inventory_files(loaded.sources))
+    file_problems = list(inventory_problems)
+    for vars_file in vars_files:
+        file_problems += file_checks.check_vars_file(vars_file)
+    parse_problems = _without_duplicates_of(loaded.problems, file_problems)
+    inventory_parsed = not any(
+        p.rule in ("inventory.parse", "yaml.syntax") for p in parse_problems + inventory_problems
+    )
+    if inventory_parsed:  # otherwise groups and hosts are missing and every vars file looks orphaned
+        file_problems += file_checks.check_orphans(vars_files, set(loaded.groups), set(loaded.hosts))
+    report.extend(file_problems)
+    report.extend(parse_problems)
+
+    if not loaded.hosts:
+        if not report.errors:
+            report.add(
+                Problem(
+                    rule="inventory.empty",
+                    message="the inventory defines no hosts",
+                    fix="add the cluster's hosts (see inventories/example/hosts.yml)",
+                )
+            )
+        report.finalize()
+        return report
+
+    host_vars_keys = _host_vars_keys(vars_files)
+    templates = TemplateCache()
+    files_broken = any(p.rule in _BLOCKING_FILE_RULES for p in file_problems)
+    views = []
+    for entry in loaded.hosts.values():
+        if entry.vars_error is None:
+            views.append(HostView(entry, loaded.loader, host_vars_keys.get(entry.name, set()), templates))
+        elif not files_broken:  # a broken file is reported once, with its line, by the file checks
+            report.add(entry.vars_error)
+
+    ctx = Context(inventory=loaded, views=views, rules=load_rules())
+    report.extend(check_hosts(ctx))
+    report.extend(check_skus(ctx))
+    report.extend(check_bom(ctx))
+    hccn_problems, npu_addresses = check_hccn(ctx)
+    report.extend(hccn_problems)
+    report.extend(check_addresses(ctx, npu_addresses))
+    report.extend(check_groups(ctx))
+    for view in views:
+        report.extend(view.template_problems)
+    report.finalize()
+    return report
+
+
+def _host_vars_keys(vars_files: list[file_checks.VarsFile]) -> dict[str, set[str]]:
+    keys: dict[str, set[str]] = {}
+    for vars_file in vars_files:
+        if vars_file.kind == "host" and isinstance(vars_file.data, dict):
+            keys.setdefault(vars_file.target, set()).update(map(str, vars_file.data))
+    return keys
+
+
+def _without_duplicates_of(ansible_problems: list[Problem], file_problems: list[Problem]) -> list[Problem]:
+    """Drop Ansible's parse failure of a file whose YAML syntax error the file checks already located."""
+    broken = {p.file for p in file_problems if p.rule == "yaml.syntax"}
+    return [p for p in ansible_problems if not (p.rule == "inventory.parse" and p.file in broken)]

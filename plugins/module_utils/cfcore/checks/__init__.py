@@ -1,0 +1,40 @@
+"""Node validation checks, one module per area: nvidia, infiniband, ascend, node, dcgm.
+
+Check ids are fixed: reports, tests and quarantine reasons use them.
+"""
+
+from __future__ import annotations
+
+GPU_CHECKS = (
+    "gpu.tool",
+    "gpu.count",
+    "gpu.model",
+    "gpu.driver_version",
+    "gpu.kernel_modules",
+    "gpu.pcie_link",
+    "gpu.nvlink",
+    "gpu.fabric_manager",
+    "gpu.persistence_mode",
+    "gpu.xid",
+    "gpu.ecc",
+    "gpu.retired_pages",
+    "gpu.remapped_rows",
+    "gpu.mig",
+)
+GPU_FULL_CHECKS = ("gpu.dcgm_diag",)
+IB_CHECKS = ("ib.hca_count", "ib.port_state", "ib.port_rate")
+NPU_CHECKS = (
+    "npu.tool",
+    "npu.count",
+    "npu.model",
+    "npu.health",
+    "npu.driver_version",
+    "npu.firmware_compat",
+    "npu.nic_link",
+    "npu.nic_net_health",
+    "npu.nic_ip",
+)
+PPU_CHECKS = ("ppu.support",)
+NODE_CHECKS = ("node.mounts",)
+
+CHECK_IDS = GPU_CHECKS + GPU_FULL_CHECKS + IB_CHECKS + NPU_CHECKS + PPU_CHECKS + NODE_CHECKS

@@ -1,0 +1,175 @@
+#!/usr/bin/python
+"""Ansible module: validate one node against its SKU's expected state (ClusterForge)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: node_validate
+short_description: Check a GPU/NPU node against its SKU's expected state
+description:
+  - Runs the vendor tools of the node's SKU once each (nvidia-smi, dmesg, lspci, ibstat,
+    npu-smi, hccn_tool, systemctl) and checks accelerator count and model, driver version
+    against the BOM, PCIe links, NVLink, fabric manager, persistence mode, fatal Xids,
+    ECC/retired pages/remapped rows, MIG, HCA ports and rates, NPU health, firmware
+    compatibility and NIC state, and required mounts.
+  - Each check result has an C(id), a C(status) (pass, warn, fail, error, skip), a
+    C(message), C(evidence) (the command and its decisive lines) and a C(remedy).
+    C(error) means the check could not run and is never counted as a pass.
+  - An unhealthy node is a result, not a module failure; the module fails only on
+    malformed parameters. It only reads, so check mode runs it fully.
+options:
+  node_sku:
+    description: The node's SKU name (a key of the SKU catalog).
+    type: str
+    required: true
+  sku:
+    description: The SKU's catalog spec (accelerator, hca, npu_nics), as docs/design.md describes.
+    type: dict
+    required: true
+  bom:
+    description: Version bill of materials (nvidia_driver_version, cuda_version, ascend_driver_version, ...).
+    type: dict
+    default: {}
+  required_mounts:
+    description: Paths that must be mount points on the node.
+    type: list
+    elements: str
+    default: []
+  hccn_devices:
+    description: The NPU NIC plan, one C({id, address, netmask, gateway, netdetect}) per device.
+    type: list
+    elements: dict
+    default: []
+  level:
+    description: C(quick) takes seconds; C(full) adds C(dcgmi diag -r 2) (minutes).
+    type: str
+    choices: [quick, full]
+    default: quick
+  sysfs_root:
+    description: Root under which C(sys/class/infiniband) is read.
+    type: path
+    default: /
+  skip_checks:
+    description: Check ids to report as skipped.
+    type: list
+    elements: str
+    default: []
+  capture_dir:
+    description:
+      - Validate a directory written by C(tools/cf-capture.sh) instead of running the tools.
+      - Nothing runs on the node; the directory must exist where the module runs.
+    type: path
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author:
+  - ClusterForge
+"""
+
+EXAMPLES = r"""
+- name: Quick validation of a GPU node
+  node_validate:
+    node_sku: "{{ node_sku }}"
+    sku: "{{ node_sku_spec }}"  # the SKU's entry of the catalog (cli/clusterforge/data/skus.yml)
+    bom:
+      nvidia_driver_version: "{{ nvidia_driver_version }}"
+      cuda_version: "{{ cuda_version }}"
+    required_mounts: "{{ validate_required_mounts }}"
+    level: quick
+  register: validation
+
+- name: Validate a support capture on the controller
+  node_validate:
+    node_sku: hgx-h100-8gpu
+    sku: "{{ node_sku_spec }}"
+    capture_dir: /tmp/capture-gpu-r1-n01
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+status:
+  description: Overall status of the node (fail > error > warn > pass; skip only if every check skipped).
+  returned: always
+  type: str
+  sample: fail
+node_result:
+  description: The node result of docs/design.md.
+  returned: always
+  type: dict
+  contains:
+    host:
+      description: The node's hostname (the capture's for capture_dir).
+      type: str
+    node_sku:
+      description: The SKU validated against.
+      type: str
+    level:
+      description: quick or full.
+      type: str
+    status:
+      description: Overall status.
+      type: str
+    checks:
+      description: One result per check id with id, status, message, evidence, remedy.
+      type: list
+      elements: dict
+    metrics:
+      description: Numeric figures for fleet outlier detection (e.g. gpu.pcie_width_min).
+      type: dict
+    facts:
+      description: Accelerators, HCAs and versions found.
+      type: dict
+    collected_at:
+      description: UTC time the validation started.
+      type: str
+    duration_s:
+      description: Seconds the validation took.
+      type: float
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.cfcore.collect import CaptureSource, LiveSource
+from ansible.module_utils.cfcore.expected import InvalidExpectation
+from ansible.module_utils.cfcore.validate import validate_node
+
+ARGUMENT_SPEC = {
+    "node_sku": {"type": "str", "required": True},
+    "sku": {"type": "dict", "required": True},
+    "bom": {"type": "dict", "default": {}},
+    "required_mounts": {"type": "list", "elements": "str", "default": []},
+    "hccn_devices": {"type": "list", "elements": "dict", "default": []},
+    "level": {"type": "str", "choices": ["quick", "full"], "default": "quick"},
+    "sysfs_root": {"type": "path", "default": "/"},
+    "skip_checks": {"type": "list", "elements": "str", "default": []},
+    "capture_dir": {"type": "path"},
+}
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = module.params
+    if params["capture_dir"]:
+        try:
+            source = CaptureSource(params["capture_dir"])
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg=f"capture_dir: {exc}")
+    else:
+        # cfcore runs the tools itself rather than through module.run_command: run_command
+        # has no timeout, and one hung nvidia-smi must not hang a play over the whole fleet.
+        source = LiveSource()
+    expected = {
+        key: params[key]
+        for key in ("node_sku", "sku", "bom", "required_mounts", "hccn_devices", "sysfs_root", "skip_checks")
+    }
+    try:
+        node_result = validate_node(source, expected, params["level"])
+    except InvalidExpectation as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, status=node_result["status"], node_result=node_result)
+
+
+if __name__ == "__main__":
+    main()

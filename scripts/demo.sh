@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# ClusterForge's main job on one machine: set everything up, bring up a local
+# lab cluster of podman nodes, prepare them with the site playbook, and run the
+# cluster acceptance validation with its reports.
+#
+#   scripts/demo.sh              the whole job (the lab stays up afterwards)
+#   .venv/bin/clusterforge lab down   removes the lab again
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$ROOT/images/node/containers.conf}
+export PATH=$ROOT/.venv/bin:$PATH
+step() { printf '\n===== %s\n' "$*"; }
+T0=$SECONDS
+
+step "set-up: host packages, Python environment, node image"
+scripts/setup-host.sh
+scripts/setup-venv.sh
+scripts/build-node-image.sh
+
+step "lab: bring up the local cluster (podman nodes reachable over SSH)"
+clusterforge lab up
+clusterforge lab status
+
+step "bring-up: site playbook on the lab"
+ansible-playbook -i inventories/lab playbooks/site.yml
+
+step "validation: cluster acceptance report"
+rc=0
+clusterforge validate -i inventories/lab --out reports/lab || rc=$?
+echo
+echo "reports: $ROOT/reports/lab (report.json, junit.xml, report.html, clusterforge.prom)"
+echo "lab left running; remove it with: .venv/bin/clusterforge lab down"
+echo "main job took $((SECONDS - T0))s"
+exit $rc

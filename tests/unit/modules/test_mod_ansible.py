@@ -1,0 +1,191 @@
+"""node_validate and accelerator_facts run for real through Ansible on localhost.
+
+One playbook (one Ansible start, ~3 s) runs every case: a capture directory, a
+live run with fake vendor tools on PATH (as module.run_command would see them),
+the same in check mode, a node missing nvidia-smi, bad parameters, and facts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests" / "unit" / "checks"))
+from chkdata import CAPTURES, h100_expected  # noqa: E402
+
+HEALTHY = CAPTURES / "h100-healthy"
+
+
+def fake_tools(bin_dir: Path) -> None:
+    tools = {
+        "nvidia-smi": f'case "$*" in "-q -x") cat {HEALTHY}/nvidia-smi-q-x.xml;;'
+        f' "nvlink -s") cat {HEALTHY}/nvidia-smi-nvlink-s.txt;; *) exit 2;; esac',
+        "dmesg": f"cat {HEALTHY}/dmesg.txt",
+        "lspci": f"cat {HEALTHY}/lspci-vvv-10de.txt",
+        "ibstat": f"cat {HEALTHY}/ibstat.txt",
+        "systemctl": "echo active",
+        "modinfo": "echo NVIDIA",
+        "npu-smi": "echo 'npu-smi: not on this node' >&2; exit 127",
+    }
+    bin_dir.mkdir()
+    for name, body in tools.items():
+        path = bin_dir / name
+        path.write_text("#!/bin/sh\n" + body + "\n")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def params(**changes) -> dict:
+    expected = h100_expected(required_mounts=["/"], **changes)
+    return {key: value for key, value in expected.items() if key != "sysfs_root"}
+
+
+def ansible_env(path: str) -> dict:
+    return {
+        **os.environ,
+        "PATH": path,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json",
+        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+        "ANSIBLE_LOCAL_TEMP": "/tmp/cf-ansible-local",
+        "ANSIBLE_REMOTE_TEMP": "/tmp/cf-ansible-remote",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+
+
+@pytest.fixture(scope="module")
+def play(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("modules")
+    bin_dir = tmp / "bin"
+    fake_tools(bin_dir)
+    empty_bin = tmp / "empty-bin"
+    empty_bin.mkdir()
+    shutil.copy(bin_dir / "dmesg", empty_bin / "dmesg")
+    venv_bin = ROOT / ".venv" / "bin"
+    live = params()
+    tasks = [
+        {"name": "capture", "node_validate": {**params(), "capture_dir": str(CAPTURES / "h100-xid79")}},
+        {"name": "live", "node_validate": live, "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"}},
+        {
+            "name": "check_mode",
+            "node_validate": live,
+            "check_mode": True,
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "no_tools",
+            "node_validate": {**live, "sku": {**live["sku"], "hca": None}},
+            "environment": {"PATH": f"{empty_bin}:/usr/bin:/bin"},
+        },
+        {"name": "bad_level", "node_validate": {**live, "level": "thorough"}, "ignore_errors": True},
+        {
+            "name": "bad_sku",
+            "node_validate": {**live, "sku": {"accelerator": {"vendor": "nvida"}}},
+            "ignore_errors": True,
+        },
+        {
+            "name": "facts",
+            "accelerator_facts": {"sysfs_root": str(HEALTHY)},
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+    ]
+    playbook = tmp / "play.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    done = subprocess.run(
+        [str(venv_bin / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
+        env=ansible_env(f"{venv_bin}:{os.environ['PATH']}"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    return {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
+
+
+def checks(result: dict) -> dict:
+    return {check["id"]: check for check in result["node_result"]["checks"]}
+
+
+def test_capture_dir_xid79(play):
+    result = play["capture"]
+    assert result["changed"] is False
+    assert result["status"] == "fail"
+    xid = checks(result)["gpu.xid"]
+    assert xid["status"] == "fail"
+    assert "NVRM: Xid (PCI:0000:5d:00): 79" in xid["evidence"]["lines"][0]
+    assert result["node_result"]["host"] == "gpu-r1-n02"
+
+
+def test_live_run_with_fake_tools_passes(play):
+    result = play["live"]
+    found = {i: c["status"] for i, c in checks(result).items() if c["status"] not in ("pass", "skip")}
+    assert result["status"] == "pass", found
+    assert checks(result)["gpu.kernel_modules"]["message"].startswith("proprietary")
+    assert result["node_result"]["metrics"]["gpu.count"] == 8
+
+
+def test_check_mode_runs_fully(play):
+    result = play["check_mode"]
+    assert result["changed"] is False and result["status"] == "pass"
+    assert len(result["node_result"]["checks"]) == len(play["live"]["node_result"]["checks"])
+
+
+def test_node_without_nvidia_smi_is_error_not_pass(play):
+    result = play["no_tools"]
+    assert result["status"] == "error"
+    tool = checks(result)["gpu.tool"]
+    assert tool["status"] == "error" and "nvidia-smi not found on PATH" in tool["message"]
+
+
+def test_bad_parameters_fail_the_module_with_a_clear_message(play):
+    assert play["bad_level"]["failed"] is True
+    assert "level" in play["bad_level"]["msg"] and "quick, full" in play["bad_level"]["msg"]
+    assert play["bad_sku"]["failed"] is True
+    assert "vendor is 'nvida'" in play["bad_sku"]["msg"]
+
+
+def test_accelerator_facts(play):
+    facts = play["facts"]["ansible_facts"]["clusterforge_accelerators"]
+    assert facts["vendor"] == "nvidia"
+    assert facts["accelerator_count"] == 8
+    assert facts["driver_version"] == "535.183.01"
+    assert facts["hca_count"] == 10
+    assert facts["tools"]["npu-smi"] == "not_found"
+    assert facts["kernel_module_flavour"] == "proprietary"
+
+
+def test_ad_hoc_bad_parameter_exits_non_zero():
+    done = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "ansible"),
+            "all",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-m",
+            "node_validate",
+            "-a",
+            json.dumps({"node_sku": "x", "sku": {}, "level": "thorough"}),
+        ],
+        env={**ansible_env(os.environ["PATH"]), "ANSIBLE_STDOUT_CALLBACK": "default"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode != 0
+    assert "value of level must be one of: quick, full, got: thorough" in done.stdout + done.stderr
