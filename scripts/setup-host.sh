@@ -5,8 +5,9 @@
 #   debootstrap     builds the node image without any container registry
 #   openssh-client  Ansible and testinfra reach nodes over real SSH
 #   python3-venv    the controller's virtual environment
+#   util-linux      losetup: lab storage nodes get a sparse loop disk for Ceph OSDs
 set -euo pipefail
-PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns)
+PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns util-linux)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

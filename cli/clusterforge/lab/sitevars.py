@@ -1,0 +1,50 @@
+"""Per-concern site variables of a lab (group_vars), as the roles of each group need them.
+
+Versions are the ones lab nodes can really install: they are Debian 12 systems
+that reach Debian's mirror and nothing else (Slurm and Prometheus from Debian).
+Shared storage is JuiceFS with its metadata in Redis on the control node (the
+juicefs_meta group) and Ceph on the storage nodes, whose data disk is /dev/vdb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from clusterforge.lab.disks import DATA_DISK
+from clusterforge.lab.model import Node
+
+K8S_VERSION = "1.30.6"
+SLURM_VERSION = "22.05.8"  # Debian 12's slurm-wlm
+PROMETHEUS_VERSION = "2.42.0"  # Debian 12's prometheus
+JUICEFS_MOUNT_POINT = "/mnt/jfs"
+
+
+def scheduler_vars(lab: str, nodes: Sequence[Node]) -> dict[str, object]:
+    """Kubernetes and Slurm; one Slurm partition with the GPU nodes when there are any."""
+    gpu_workers = [n for n in nodes if {"gpu_nvidia", "slurm_workers"} <= set(n.role.groups)]
+    partitions = [{"name": "gpu", "nodes_group": "gpu_nvidia", "default": True, "max_time": "1-00:00:00"}]
+    return {
+        "k8s_version": K8S_VERSION,
+        "slurm_version": SLURM_VERSION,
+        "slurm_cluster_name": f"cf-{lab}",
+        "slurm_partitions": partitions if gpu_workers else [],
+    }
+
+
+def storage_vars(lab: str, subnet: str) -> dict[str, object]:
+    """JuiceFS and Ceph; the lab has one network, so Ceph's public and cluster networks are it."""
+    return {
+        "juicefs_volume_name": f"cf-{lab}",
+        "juicefs_meta_engine": "redis",
+        "juicefs_mount_point": JUICEFS_MOUNT_POINT,
+        "ceph_public_network": subnet,
+        "ceph_cluster_network": subnet,
+    }
+
+
+def monitoring_vars() -> dict[str, object]:
+    return {"monitoring_prometheus_version": PROMETHEUS_VERSION}
+
+
+def ceph_osd_vars() -> dict[str, object]:
+    return {"ceph_osd_devices": [DATA_DISK]}

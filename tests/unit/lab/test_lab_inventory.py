@@ -1,0 +1,175 @@
+"""The generated inventory: the design.md model, valid for Ansible and yamllint."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from clusterforge.lab.access import LabAccess
+from clusterforge.lab.inventory import is_generated_for, remove_inventory, render, write_inventory
+from clusterforge.lab.model import INVENTORY_GROUPS, LabSpec, plan_nodes
+from yamllint import linter
+from yamllint.config import YamlLintConfig
+
+REPO = Path(__file__).resolve().parents[3]
+MIX = {"control": 1, "gpu": 2, "npu": 2, "storage": 1}
+SUBNET = "10.89.100.0/24"
+
+
+@pytest.fixture
+def access(tmp_path) -> LabAccess:
+    return LabAccess(tmp_path / "state" / "lab", runner=None)
+
+
+@pytest.fixture
+def nodes():
+    return plan_nodes(LabSpec("lab", dict(MIX), SUBNET, "img", {"lab-gpu-02": "h100-xid79"}))
+
+
+def test_hosts_follow_the_inventory_model(nodes, access):
+    files = render("lab", nodes, access, SUBNET)
+    assert files["hosts.yml"].startswith("# clusterforge-lab: lab\n")
+    doc = yaml.safe_load(files["hosts.yml"])
+    hosts = doc["all"]["hosts"]
+    children = doc["all"]["children"]
+    assert list(children) == list(INVENTORY_GROUPS)
+    members = {group: sorted((body or {}).get("hosts") or {}) for group, body in children.items()}
+    assert members == {
+        "gpu_nvidia": ["lab-gpu-01", "lab-gpu-02"],
+        "npu_ascend": ["lab-npu-01", "lab-npu-02"],
+        "npu_ppu": [],
+        "storage": ["lab-sto-01"],
+        "juicefs_meta": ["lab-ctl-01"],
+        "ceph_mon": ["lab-sto-01"],
+        "ceph_osd": ["lab-sto-01"],
+        "k8s_control_plane": ["lab-ctl-01"],
+        "k8s_workers": ["lab-gpu-01", "lab-gpu-02", "lab-npu-01", "lab-npu-02"],
+        "slurm_controller": ["lab-ctl-01"],
+        "slurm_workers": ["lab-gpu-01", "lab-gpu-02"],
+        "monitoring": ["lab-ctl-01"],
+    }
+    assert hosts["lab-ctl-01"] == {
+        "ansible_host": "10.89.100.11",
+        "node_sku": "cpu-generic",
+        "rack": "lab-r1",
+    }
+    assert hosts["lab-gpu-02"] == {
+        "ansible_host": "10.89.100.13",
+        "node_sku": "hgx-h100-8gpu",
+        "rack": "lab-r1",
+        "hwreplay_profile": "h100-xid79",
+        "sysfs_root": "/opt/hwreplay/sysroot",
+    }
+    npu2 = hosts["lab-npu-02"]
+    assert (npu2["node_sku"], npu2["hwreplay_profile"], npu2["sysfs_root"]) == (
+        "atlas-800t-a2",
+        "910b-healthy",
+        "/opt/hwreplay/sysroot",
+    )
+    assert [d["address"] for d in npu2["hccn_devices"]] == [f"192.168.100.{i}" for i in range(18, 26)]
+    assert "hccn_devices" not in hosts["lab-gpu-01"]
+
+
+def test_bom_and_connection_vars(nodes, access):
+    files = render("lab", nodes, access, SUBNET)
+    assert yaml.safe_load(files["group_vars/all/versions.yml"]) == {
+        "nvidia_driver_version": "535.183.01",
+        "cuda_version": "12.2",
+        "nccl_version": "2.21.5",
+        "dcgm_version": "3.3.7",
+        "ascend_driver_version": "24.1.rc2",
+        "cann_version": "8.0.RC2",
+    }
+    assert 'cuda_version: "12.2"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
+    connection = yaml.safe_load(files["group_vars/all/connection.yml"])
+    assert connection["ansible_user"] == "ansible"
+    assert connection["ansible_ssh_private_key_file"] == str(access.key)
+    assert connection["ansible_become"] is True and connection["ansible_become_method"] == "sudo"
+    assert shlex.split(connection["ansible_ssh_common_args"]) == [
+        "-o", f"UserKnownHostsFile={access.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+        "-o", "IdentitiesOnly=yes",
+    ]  # fmt: skip
+
+
+def test_site_vars_give_each_group_what_its_roles_need(nodes, access):
+    files = render("lab", nodes, access, SUBNET)
+    scheduler = yaml.safe_load(files["group_vars/all/scheduler.yml"])
+    assert scheduler["slurm_cluster_name"] == "cf-lab"
+    assert scheduler["slurm_partitions"] == [
+        {"name": "gpu", "nodes_group": "gpu_nvidia", "default": True, "max_time": "1-00:00:00"}
+    ]
+    assert 'slurm_version: "22.05.8"' in files["group_vars/all/scheduler.yml"]
+    storage = yaml.safe_load(files["group_vars/all/storage.yml"])
+    assert storage["ceph_public_network"] == storage["ceph_cluster_network"] == SUBNET
+    assert (storage["juicefs_meta_engine"], storage["juicefs_volume_name"]) == ("redis", "cf-lab")
+    assert yaml.safe_load(files["group_vars/ceph_osd.yml"]) == {"ceph_osd_devices": ["/dev/vdb"]}
+    assert yaml.safe_load(files["group_vars/all/monitoring.yml"]) == {
+        "monitoring_prometheus_version": "2.42.0"
+    }
+
+
+def test_no_gpu_nodes_no_slurm_partition(access):
+    cpu_only = plan_nodes(LabSpec("lab", {"control": 1, "gpu": 0, "npu": 1, "storage": 0}, SUBNET, "img"))
+    scheduler = yaml.safe_load(render("lab", cpu_only, access, SUBNET)["group_vars/all/scheduler.yml"])
+    assert scheduler["slurm_partitions"] == []
+
+
+def test_paths_with_spaces_survive_ansibles_argument_splitting(tmp_path, nodes):
+    access = LabAccess(tmp_path / "my labs" / "lab", runner=None)
+    connection = yaml.safe_load(render("lab", nodes, access, SUBNET)["group_vars/all/connection.yml"])
+    assert f"UserKnownHostsFile={access.known_hosts}" in shlex.split(connection["ansible_ssh_common_args"])
+
+
+def test_files_pass_the_projects_yamllint_config(nodes, access):
+    config = YamlLintConfig(file=str(REPO / ".yamllint.yml"))
+    for name, text in render("lab", nodes, access, SUBNET).items():
+        problems = list(linter.run(text, config))
+        assert problems == [], f"{name}: {problems}"
+
+
+def test_ansible_reads_the_inventory_as_intended(tmp_path, nodes, access):
+    target = write_inventory(tmp_path / "inventories" / "lab", "lab", nodes, access, SUBNET)
+    ansible_inventory = Path(sys.executable).parent / "ansible-inventory"
+    proc = subprocess.run(
+        [str(ansible_inventory), "-i", str(target), "--list"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert sorted(data["gpu_nvidia"]["hosts"]) == ["lab-gpu-01", "lab-gpu-02"]
+    assert sorted(data["k8s_workers"]["hosts"]) == ["lab-gpu-01", "lab-gpu-02", "lab-npu-01", "lab-npu-02"]
+    hostvars = data["_meta"]["hostvars"]["lab-npu-01"]
+    assert hostvars["ansible_host"] == "10.89.100.14"
+    assert hostvars["cann_version"] == "8.0.RC2"  # group_vars/all reached the host
+    assert hostvars["ansible_user"] == "ansible"
+    assert len(hostvars["hccn_devices"]) == 8
+
+
+def test_rewrite_replaces_the_whole_folder(tmp_path, nodes, access):
+    target = tmp_path / "inventories" / "lab"
+    write_inventory(target, "lab", nodes, access, SUBNET)
+    (target / "host_vars").mkdir()
+    (target / "host_vars" / "stale.yml").write_text("x: 1\n")
+    write_inventory(target, "lab", nodes[:1], access, SUBNET)
+    assert not (target / "host_vars").exists()
+    assert list(yaml.safe_load((target / "hosts.yml").read_text())["all"]["hosts"]) == ["lab-ctl-01"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["lab"]  # no staging leftovers
+    assert (target / "hosts.yml").stat().st_mode & 0o777 == 0o644
+
+
+def test_only_a_folder_with_the_labs_mark_is_removed(tmp_path, nodes, access):
+    target = tmp_path / "inventories" / "lab"
+    write_inventory(target, "lab", nodes, access, SUBNET)
+    assert is_generated_for(target, "lab") and not is_generated_for(target, "other")
+    assert not remove_inventory(target, "other") and target.exists()
+    assert remove_inventory(target, "lab") and not target.exists()
+    assert not remove_inventory(target, "lab")
