@@ -37,7 +37,8 @@ lint() {
   yamllint -s . || rc=1
   ruff check . || rc=1
   ruff format --check . || rc=1
-  ansible-lint -q || rc=1
+  # ansible.cfg makes an unparsed inventory fatal; give the syntax check one.
+  ANSIBLE_INVENTORY=inventories/example ansible-lint -q || rc=1
   return $rc
 }
 

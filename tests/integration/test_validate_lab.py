@@ -1,0 +1,193 @@
+"""`clusterforge validate` on a lab: real podman nodes, SSH, Ansible and the hardware replay.
+
+Run with `pytest -m lab tests/integration/test_validate_lab.py` (root, podman,
+the node image). One lab named `cfval` (its own name: nobody else's lab is
+touched) with a healthy node of each kind and one GPU/NPU node per fault, so
+one validation run covers several faults; then faulty nodes are switched to
+other faults with `hwreplay profile set` and re-validated with --limit; then
+one is healed. `lab down` at the end, whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+LAB = "cfval"
+INVENTORY = ROOT / "inventories" / f"lab-{LAB}"
+ENV = {
+    **os.environ,
+    "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "images" / "node" / "containers.conf")),
+    "ANSIBLE_NOCOLOR": "1",
+    "NO_COLOR": "1",
+}
+# Host -> replay profile at lab creation (gpu-01 and npu-01 keep their healthy default).
+PROFILES = {
+    f"{LAB}-gpu-02": "h100-xid79",
+    f"{LAB}-gpu-03": "h100-ib-port-down",
+    f"{LAB}-npu-02": "910b-health-alarm",
+}
+# Host -> (check id that must fail, words its message or evidence must hold).
+FIRST_FAULTS = {
+    f"{LAB}-gpu-02": ("gpu.xid", "79"),
+    f"{LAB}-gpu-03": ("ib.port_state", "Down"),
+    f"{LAB}-npu-02": ("npu.health", "Alarm"),
+}
+SECOND_PROFILES = {
+    f"{LAB}-gpu-02": "h100-remapped-rows-pending",
+    f"{LAB}-gpu-03": "h100-pcie-x8",
+    f"{LAB}-npu-02": "910b-nic-net-health-fail",
+}
+SECOND_FAULTS = {
+    f"{LAB}-gpu-02": ("gpu.remapped_rows", "pending"),
+    f"{LAB}-gpu-03": ("gpu.pcie_link", "x8"),
+    f"{LAB}-npu-02": ("npu.nic_net_health", ""),
+}
+HEALTHY = [f"{LAB}-gpu-01", f"{LAB}-npu-01"]
+CONTROL = f"{LAB}-ctl-01"  # cpu-generic with no required mounts: every check is skipped
+
+if os.geteuid() != 0 or shutil.which("podman") is None:
+    pytest.skip("lab tests need root and podman (scripts/setup-host.sh)", allow_module_level=True)
+
+
+def run(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return f"rc={proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+
+
+def validate(out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    proc = run(BIN / "clusterforge", "validate", "-i", INVENTORY, "--out", out, "--format", "json", *args)
+    assert (out / "report.json").is_file(), explain(proc)
+    report = json.loads((out / "report.json").read_text())
+    assert json.loads(proc.stdout) == report, "--format json prints report.json"
+    return proc, report
+
+
+def container_of(host: str) -> str:
+    proc = run(
+        "podman", "ps", "--filter", f"label=org.clusterforge.lab.host={host}", "--format", "{{.Names}}"
+    )
+    names = proc.stdout.split()
+    assert len(names) == 1, f"no single container for {host}: {explain(proc)}"
+    return names[0]
+
+
+def set_profile(host: str, profile: str) -> None:
+    proc = run("podman", "exec", container_of(host), "hwreplay", "profile", "set", profile, timeout=120)
+    assert proc.returncode == 0, explain(proc)
+
+
+def check_of(node: dict, check_id: str) -> dict:
+    found = [c for c in node["checks"] if c["id"] == check_id]
+    assert found, f"{node['host']} has no check {check_id}: {[c['id'] for c in node['checks']]}"
+    return found[0]
+
+
+def assert_fault(node: dict, check_id: str, words: str) -> None:
+    check = check_of(node, check_id)
+    assert node["status"] == "fail", f"{node['host']}: {json.dumps(node, indent=1)[:3000]}"
+    assert check["status"] == "fail", f"{node['host']} {check_id}: {check}"
+    assert check["evidence"] and (check["evidence"].get("lines") or check["evidence"].get("command")), check
+    text = (check["message"] + json.dumps(check["evidence"])).lower()
+    assert words.lower() in text, f"{node['host']} {check_id}: '{words}' not in {text[:2000]}"
+    assert check["remedy"], check
+
+
+@pytest.fixture(scope="module")
+def lab():
+    run(BIN / "clusterforge", "lab", "down", "--name", LAB)  # a leftover of an interrupted run
+    clock = time.monotonic()
+    profiles = [arg for host, profile in PROFILES.items() for arg in ("--profile", f"{host}={profile}")]
+    proc = run(
+        BIN / "clusterforge", "lab", "up", "--name", LAB,
+        "--control", "1", "--gpu", "3", "--npu", "2", "--storage", "0", *profiles,
+        timeout=900,
+    )  # fmt: skip
+    try:
+        assert proc.returncode == 0, explain(proc)
+        print(f"lab up: {time.monotonic() - clock:.0f} s")
+        yield INVENTORY
+    finally:
+        down = run(BIN / "clusterforge", "lab", "down", "--name", LAB)
+        assert down.returncode == 0, explain(down)
+
+
+def test_fleet_run_finds_each_fault_and_passes_healthy_nodes(lab, tmp_path):
+    clock = time.monotonic()
+    proc, report = validate(tmp_path / "run1", "--quarantine", "--quarantine-dry-run")
+    wall = time.monotonic() - clock
+    print(f"validate: {wall:.1f} s for {len(report['nodes'])} nodes")
+    assert proc.returncode == 3, explain(proc)
+    nodes = {n["host"]: n for n in report["nodes"]}
+    assert set(nodes) == {CONTROL, *HEALTHY, *FIRST_FAULTS}
+    assert nodes[CONTROL]["status"] == "skip", nodes[CONTROL]
+    for host in HEALTHY:
+        bad = [
+            (c["id"], c["status"], c["message"])
+            for c in nodes[host]["checks"]
+            if c["status"] in ("fail", "error")
+        ]
+        assert nodes[host]["status"] in ("pass", "warn"), f"{host}: {bad}"
+    for host, (check_id, words) in FIRST_FAULTS.items():
+        assert_fault(nodes[host], check_id, words)
+    assert sorted(report["summary"]["unhealthy_nodes"]) == sorted(FIRST_FAULTS)
+    assert "failed validation" in proc.stderr
+
+    # Quarantine without Slurm: the controller has no scontrol, so nothing runs
+    # and every command is reported with the reason.
+    quarantine = report["quarantine"]
+    slurm = {a["host"]: a for a in quarantine["actions"] if a["scheduler"] == "slurm"}
+    assert set(slurm) == set(FIRST_FAULTS)
+    xid = slurm[f"{LAB}-gpu-02"]
+    assert xid["argv"][:4] == ["scontrol", "update", f"NodeName={LAB}-gpu-02", "State=DRAIN"]
+    assert xid["argv"][4].startswith("Reason=clusterforge: gpu.xid")
+    assert xid["outcome"] == "not run" and "scontrol is not installed" in xid["detail"], xid
+    taints = [a for a in quarantine["actions"] if a["scheduler"] == "kubernetes" and "taint" in a["argv"]]
+    assert {a["host"] for a in taints} == set(FIRST_FAULTS)
+    assert f"quarantine: [not run] {LAB}-gpu-02: scontrol update" in proc.stderr
+
+    junit = (tmp_path / "run1" / "junit.xml").read_text()
+    assert 'name="gpu.xid"><failure' in junit
+    prom = (tmp_path / "run1" / "clusterforge.prom").read_text()
+    assert f'clusterforge_check_failed{{check="gpu.xid",node="{LAB}-gpu-02"}} 1.0' in prom
+
+
+def test_switched_faults_are_found_with_limit(lab, tmp_path):
+    for host, profile in SECOND_PROFILES.items():
+        set_profile(host, profile)
+    proc, report = validate(tmp_path / "run2", "--limit", ":".join(SECOND_PROFILES))
+    assert proc.returncode == 3, explain(proc)
+    nodes = {n["host"]: n for n in report["nodes"]}
+    assert set(nodes) == set(SECOND_PROFILES)
+    for host, (check_id, words) in SECOND_FAULTS.items():
+        assert_fault(nodes[host], check_id, words)
+
+
+def test_a_healed_node_passes_again(lab, tmp_path):
+    host = f"{LAB}-gpu-02"
+    set_profile(host, "h100-healthy")
+    proc, report = validate(tmp_path / "run3", "--limit", host)
+    assert proc.returncode == 0, explain(proc)
+    assert [n["status"] for n in report["nodes"]] in (["pass"], ["warn"])

@@ -1,0 +1,95 @@
+import pytest
+from clusterforge.errors import InvalidInput
+from clusterforge.validation.expected import SkuResolver, build_expected, inputs_of, is_template
+
+GPU_VARS = {
+    "node_sku": "hgx-h100-8gpu",
+    "nvidia_driver_version": "535.183.01",
+    "cuda_version": "12.2",
+    "cann_version": None,
+    "validate_required_mounts": ["/mnt/jfs"],
+    "group_names": ["gpu_nvidia", "k8s_workers"],
+}
+
+
+def test_gpu_host_expected_state():
+    expected = build_expected("gpu-r1-n01", GPU_VARS)
+    assert expected["node_sku"] == "hgx-h100-8gpu"
+    assert expected["sku"]["accelerator"]["model"] == "H100"
+    assert expected["bom"] == {"nvidia_driver_version": "535.183.01", "cuda_version": "12.2"}
+    assert expected["required_mounts"] == ["/mnt/jfs"]
+    assert expected["hccn_devices"] == []
+    assert expected["sysfs_root"] == "/"
+    assert expected["skip_checks"] == []
+
+
+def test_required_mounts_apply_to_job_nodes_only():
+    control = {
+        **GPU_VARS,
+        "node_sku": "cpu-generic",
+        "group_names": ["k8s_control_plane", "slurm_controller"],
+    }
+    assert build_expected("ctl-01", control)["required_mounts"] == []
+    custom = {**control, "validate_mount_groups": ["slurm_controller"]}
+    assert build_expected("ctl-01", custom)["required_mounts"] == ["/mnt/jfs"]
+    unknown_groups = {k: v for k, v in control.items() if k != "group_names"}
+    assert build_expected("capture", unknown_groups)["required_mounts"] == ["/mnt/jfs"]
+
+
+def test_site_overrides_of_the_catalog_are_applied():
+    overrides = {"hgx-h100-8gpu": {"hca": {"rate_gbps": 200}}}
+    expected = build_expected("gpu-r1-n01", {**GPU_VARS, "clusterforge_sku_catalog": overrides})
+    assert expected["sku"]["hca"]["rate_gbps"] == 200
+    assert expected["sku"]["hca"]["count"] == 8  # merged key by key
+
+
+def test_sysfs_root_and_skip_checks():
+    expected = build_expected(
+        "n", {**GPU_VARS, "sysfs_root": "/opt/hwreplay/sysroot", "validate_skip_checks": ["gpu.mig"]}
+    )
+    assert expected["sysfs_root"] == "/opt/hwreplay/sysroot"
+    assert expected["skip_checks"] == ["gpu.mig"]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"node_sku": None}, ["host gpu-r1-n01", "node_sku is not set"]),
+        ({"node_sku": "hgx-h900"}, ["host gpu-r1-n01", "variable node_sku", "hgx-h900"]),
+        ({"validate_required_mounts": "/mnt/jfs"}, ["validate_required_mounts must be a list"]),
+        ({"validate_required_mounts": ["mnt/jfs"]}, ["relative paths: mnt/jfs"]),
+        ({"hccn_devices": [{"address": "1.2.3.4"}]}, ["hccn_devices[0] has no 'id'"]),
+        ({"sysfs_root": "opt"}, ["sysfs_root must be an absolute path"]),
+        ({"nvidia_driver_version": ["535"]}, ["nvidia_driver_version must be a version string"]),
+        ({"clusterforge_sku_catalog": ["x"]}, ["clusterforge_sku_catalog must be a mapping"]),
+        ({"validate_mount_groups": "gpu_nvidia"}, ["validate_mount_groups must be a list"]),
+        ({"validate_skip_checks": ["gpu.typo"]}, ["host gpu-r1-n01", "unknown check ids gpu.typo"]),
+    ],
+)
+def test_bad_variables_name_host_and_variable(change, words):
+    with pytest.raises(InvalidInput) as caught:
+        build_expected("gpu-r1-n01", {**GPU_VARS, **change})
+    for word in words:
+        assert word in caught.value.message
+    assert caught.value.fix
+
+
+def test_resolver_caches_one_catalog_per_override_set(monkeypatch):
+    from clusterforge import catalog
+
+    calls = []
+    real = catalog.load_catalog
+    monkeypatch.setattr(
+        catalog, "load_catalog", lambda overrides=None: calls.append(overrides) or real(overrides)
+    )
+    resolver = SkuResolver()
+    for index in range(50):
+        build_expected(f"n{index}", GPU_VARS, resolver)
+    assert len(calls) == 1
+
+
+def test_templates_are_found_anywhere_in_the_inputs():
+    assert is_template("{{ x }}")
+    assert is_template({"a": [1, "{% if x %}"]})
+    assert not is_template({"a": ["/mnt/jfs", 3]})
+    assert inputs_of({"node_sku": "x", "juicefs_meta_url": "{{ y }}"}) == {"node_sku": "x"}

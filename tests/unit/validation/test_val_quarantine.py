@@ -1,0 +1,102 @@
+import shlex
+from datetime import UTC, datetime
+
+from clusterforge.validation.quarantine import (
+    k8s_label,
+    k8s_taint,
+    label_value,
+    plan,
+    slurm_drain,
+    slurm_reason,
+)
+from clusterforge.validation.results import unreachable_result
+from valfactory import check, node, xid79_node
+
+WHEN = datetime(2026, 11, 30, 12, 5, tzinfo=UTC)
+
+
+def test_drain_command_matches_the_documented_form():
+    reason = slurm_reason(["gpu.xid", "gpu.ecc"], WHEN)
+    assert reason == "clusterforge: gpu.xid,gpu.ecc 2026-11-30T12:05Z"
+    argv = slurm_drain("gpu-r1-n01", reason)
+    assert shlex.join(argv) == (
+        "scontrol update NodeName=gpu-r1-n01 State=DRAIN "
+        "'Reason=clusterforge: gpu.xid,gpu.ecc 2026-11-30T12:05Z'"
+    )
+
+
+def test_reason_is_bounded_and_stripped_of_shell_and_slurm_syntax():
+    ids = ["gpu.xid", "x$(rm -rf /)", "a;b", "`id`", "gpu.ecc", "gpu.nvlink"]
+    reason = slurm_reason(ids, WHEN)
+    assert reason == "clusterforge: gpu.xid,x-rm--rf,a-b,id+2 2026-11-30T12:05Z"
+    for bad in "$();`'\"|&<>":
+        assert bad not in reason
+
+
+def test_kubernetes_commands():
+    assert k8s_taint("gpu-r1-n01", "gpu.xid") == [
+        "kubectl",
+        "taint",
+        "nodes",
+        "gpu-r1-n01",
+        "clusterforge.io/unhealthy=gpu.xid:NoSchedule",
+        "--overwrite",
+    ]
+    assert k8s_label("gpu-r1-n01") == [
+        "kubectl",
+        "label",
+        "nodes",
+        "gpu-r1-n01",
+        "clusterforge.io/validation=failed",
+        "--overwrite",
+    ]
+
+
+def test_label_values_are_valid_kubernetes_label_values():
+    assert label_value("gpu.xid") == "gpu.xid"
+    assert label_value("fleet.outlier.gpu temp °C!") == "fleet.outlier.gpu-temp-C"
+    assert label_value("-._") == "unknown"
+    assert len(label_value("x" * 100)) == 63
+
+
+def test_plan_quarantines_failed_nodes_only_by_default():
+    results = [
+        node("ok-node"),
+        xid79_node("gpu-r1-n01.dc1.example.com"),
+        unreachable_result("gpu-r1-n02", "hgx-h100-8gpu", "quick", "timed out"),
+        node("warn-node", checks=[check("gpu.ecc", "warn")]),
+    ]
+    made = plan(results, {}, when=WHEN)
+    assert [(a.scheduler, a.host, a.target) for a in made.actions] == [
+        ("slurm", "gpu-r1-n01.dc1.example.com", "gpu-r1-n01"),  # Slurm: the short hostname
+        ("kubernetes", "gpu-r1-n01.dc1.example.com", "gpu-r1-n01.dc1.example.com"),
+        ("kubernetes", "gpu-r1-n01.dc1.example.com", "gpu-r1-n01.dc1.example.com"),
+    ]
+    assert made.actions[0].argv[-1] == "Reason=clusterforge: gpu.xid 2026-11-30T12:05Z"
+    assert made.actions[1].argv[4] == "clusterforge.io/unhealthy=gpu.xid:NoSchedule"
+    assert any("--quarantine-on-error" in note for note in made.notes)
+
+
+def test_plan_on_error_includes_unreachable_nodes_with_their_check_id():
+    results = [unreachable_result("gpu-r1-n02", "hgx-h100-8gpu", "quick", "timed out")]
+    made = plan(results, {}, on_error=True, when=WHEN)
+    assert made.actions[0].argv[-1] == "Reason=clusterforge: node.reachable 2026-11-30T12:05Z"
+    assert made.notes == []
+
+
+def test_inventory_names_win_and_bad_names_are_refused():
+    results = [xid79_node("a"), xid79_node("b"), xid79_node("C-Upper")]
+    hostvars = {
+        "a": {"slurm_node_name": "sn-a", "k8s_node_name": "kn-a"},
+        "b": {"slurm_node_name": "node[1-100]", "k8s_node_name": "Bad_Name"},
+    }
+    made = plan(results, hostvars, when=WHEN)
+    targets = [(a.scheduler, a.host, a.target) for a in made.actions]
+    assert ("slurm", "a", "sn-a") in targets
+    assert ("kubernetes", "a", "kn-a") in targets
+    assert not [t for t in targets if t[1] == "b"]
+    assert ("kubernetes", "C-Upper", "c-upper") in targets  # the kubelet registers lower case
+    assert any(
+        "'node[1-100]' is not a valid Slurm node name" in n and "slurm_node_name" in n for n in made.notes
+    )
+    assert any("'Bad_Name' is not a valid Kubernetes node name" in n for n in made.notes)
