@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""hwreplay: replays vendor hardware tools on lab and Molecule nodes (tests only).
+
+Installed as /usr/local/lib/hwreplay/hwreplay.py and linked into /usr/local/bin
+as nvidia-smi, npu-smi, hccn_tool, ibstat, lspci and dmesg: called by one of
+those names it prints what the real tool prints on the hardware of the active
+profile. Called as `hwreplay` it is the control tool:
+
+    hwreplay profile list            the profiles it knows
+    hwreplay profile show            the active profile and what it replays
+    hwreplay profile set NAME        switch this node's hardware (root)
+    hwreplay render TOOL [ARGS...]   print what TOOL ARGS would print
+    hwreplay fabricmanager           the nvidia-fabricmanager.service stand-in
+
+Environment (for tests without root): HWREPLAY_PROFILE (use this profile, no
+state), HWREPLAY_PROFILE_DIR, HWREPLAY_STATE_DIR, HWREPLAY_OVERRIDES,
+HWREPLAY_SYSROOT, HWREPLAY_BIN_DIR, HWREPLAY_UNIT_DIR, HWREPLAY_SYSTEMD (0/1),
+HWREPLAY_NOW and HWREPLAY_UPTIME (pin the clock). See README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# Find replaylib beside the real file, also when run through a symlink.
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+from replaylib import control
+from replaylib.common import Context, ReplayError
+from replaylib.tools import TOOLS, run_tool
+
+
+def control_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hwreplay", description="Replay vendor hardware tools (tests only)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    profile = sub.add_parser("profile", help="list, show or switch the replayed hardware profile")
+    actions = profile.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="the known profiles")
+    actions.add_parser("show", help="the active profile")
+    set_parser = actions.add_parser("set", help="switch to profile NAME")
+    set_parser.add_argument("name")
+    render = sub.add_parser("render", help="print what a replayed tool prints")
+    render.add_argument("tool", choices=sorted(TOOLS))
+    render.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("fabricmanager", help="run the fabric-manager stand-in (used by its systemd unit)")
+    return parser
+
+
+def control_main(argv: list, ctx: Context) -> int:
+    args = control_parser().parse_args(argv)
+    if args.command == "render":
+        return emit(run_tool(ctx, args.tool, args.args))
+    if args.command == "fabricmanager":
+        return control.fabricmanager(ctx)
+    if args.action == "list":
+        sys.stdout.write(control.list_profiles_text(ctx))
+    elif args.action == "show":
+        sys.stdout.write(control.show_profile(ctx))
+    else:
+        previous, changes = control.set_profile(ctx, args.name)
+        sys.stdout.write(f"profile: {args.name} (was: {previous or 'none'})\n")
+        sys.stdout.write(f"changed: {'yes' if changes else 'no'}\n")
+        sys.stdout.write("".join(f"  - {change}\n" for change in changes))
+    return 0
+
+
+def emit(result) -> int:
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.rc
+
+
+def main(argv: list | None = None) -> int:
+    argv = sys.argv if argv is None else argv
+    name = os.path.basename(argv[0])
+    ctx = Context(env=dict(os.environ))
+    try:
+        if name in TOOLS:
+            return emit(run_tool(ctx, name, argv[1:]))
+        return control_main(argv[1:], ctx)
+    except ReplayError as exc:
+        sys.stderr.write(exc.render())
+        return 1
+    except BrokenPipeError:  # e.g. `nvidia-smi -q | head`
+        return 141
+
+
+if __name__ == "__main__":
+    sys.exit(main())

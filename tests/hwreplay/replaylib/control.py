@@ -1,0 +1,271 @@
+"""`hwreplay profile set|show|list` and the fabric-manager stand-in.
+
+`profile set` makes the node look like the profile's hardware: it records the
+profile, links the tools that hardware has (and removes those it lacks, so they
+are "not installed"), rewrites the sysfs tree and starts or stops
+nvidia-fabricmanager.service. It only changes what differs, and says so, which
+makes install.yml idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from .common import PROGRAM, Context, ReplayError
+from .infiniband import sysfs_files
+from .profiles import active_profile, list_profiles, load_raw, read_overrides, resolve
+from .tools import TOOLS, installed, installed_tools
+
+FM_UNIT = "nvidia-fabricmanager.service"
+SYSFS_SUBTREE = "sys/class/infiniband"
+
+
+def fm_unit_text() -> str:
+    return (
+        "# Installed by hwreplay (tests only): stands in for NVIDIA Fabric Manager on\n"
+        "# replayed NVSwitch systems. Started/stopped by 'hwreplay profile set'.\n"
+        "[Unit]\n"
+        "Description=NVIDIA fabric manager service (hwreplay stand-in)\n"
+        "\n"
+        "[Service]\n"
+        "Type=notify\n"
+        f"ExecStart={PROGRAM} fabricmanager\n"
+        "TimeoutStartSec=30\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def write_if_changed(path: str, content: str, mode: int) -> bool:
+    try:
+        with open(path) as handle:
+            if handle.read() == content:
+                return False
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    tmp = path + ".hwreplay-tmp"
+    with open(tmp, "w") as handle:
+        handle.write(content)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+    return True
+
+
+def is_our_link(path: str) -> bool:
+    return os.path.islink(path) and os.path.basename(os.readlink(path)) == "hwreplay.py"
+
+
+def check_tool_paths_free(ctx: Context, profile: dict) -> None:
+    """Refuse (before changing anything) to shadow a real binary that sits where a tool link goes."""
+    for tool in TOOLS:
+        path = os.path.join(ctx.bin_dir, tool)
+        if installed(profile, tool) and os.path.lexists(path) and not is_our_link(path):
+            raise ReplayError(
+                f"{path} exists and is not a hwreplay link; refusing to replace it",
+                "remove it, or point HWREPLAY_BIN_DIR elsewhere",
+            )
+
+
+def sync_tool_links(ctx: Context, profile: dict) -> list:
+    """Link each replayed tool the hardware has into the bin dir; unlink the others."""
+    changes = []
+    for tool in TOOLS:
+        path = os.path.join(ctx.bin_dir, tool)
+        if installed(profile, tool):
+            if is_our_link(path) and os.readlink(path) == PROGRAM:
+                continue
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.makedirs(ctx.bin_dir, exist_ok=True)
+            os.symlink(PROGRAM, path)
+            changes.append(f"linked {path}")
+        elif is_our_link(path):
+            os.unlink(path)
+            changes.append(f"removed {path} (not on this hardware)")
+    return changes
+
+
+def sync_sysfs(ctx: Context, profile: dict) -> list:
+    """Make <sysroot>/sys/class/infiniband hold exactly the profile's files."""
+    wanted = sysfs_files(profile)
+    written = removed = 0
+    for rel, content in sorted(wanted.items()):
+        written += write_if_changed(os.path.join(ctx.sysroot, rel), content, 0o644)
+    top = os.path.join(ctx.sysroot, SYSFS_SUBTREE)
+    for dirpath, _dirnames, filenames in os.walk(top, topdown=False):
+        for filename in filenames:
+            full = os.path.join(dirpath, filename)
+            if os.path.relpath(full, ctx.sysroot) not in wanted:
+                os.unlink(full)
+                removed += 1
+        if not os.listdir(dirpath):
+            os.rmdir(dirpath)
+    if not (written or removed):
+        return []
+    return [f"sysfs {top}: wrote {written}, removed {removed} files"]
+
+
+def systemctl(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(("systemctl", *args), capture_output=True, text=True, check=False)
+
+
+def sync_fabric_manager(ctx: Context, profile: dict) -> list:
+    """Unit present and running (or failed, when the profile says so) iff there are NVSwitches."""
+    nvidia = profile.get("nvidia") or {}
+    unit_path = os.path.join(ctx.unit_dir, FM_UNIT)
+    changes = []
+    if not nvidia.get("nvswitches"):
+        if not os.path.exists(unit_path):
+            return changes
+        if ctx.manage_systemd:
+            systemctl("disable", "--now", FM_UNIT)
+        os.unlink(unit_path)
+        if ctx.manage_systemd:
+            systemctl("daemon-reload")
+        return [f"removed {unit_path} (no NVSwitch)"]
+    if write_if_changed(unit_path, fm_unit_text(), 0o644):
+        changes.append(f"wrote {unit_path}")
+        if ctx.manage_systemd:
+            systemctl("daemon-reload")
+    if not ctx.manage_systemd:
+        return changes
+    if systemctl("is-enabled", FM_UNIT).stdout.strip() != "enabled":
+        systemctl("enable", FM_UNIT)
+        changes.append(f"enabled {FM_UNIT}")
+    should_run = nvidia.get("fabric_manager", "running") == "running"
+    state = systemctl("is-active", FM_UNIT).stdout.strip()
+    if (state == "active") != should_run or (not should_run and state != "failed"):
+        result = systemctl("restart", FM_UNIT)
+        if should_run and result.returncode != 0:
+            raise ReplayError(
+                f"{FM_UNIT} did not start: {result.stderr.strip()}",
+                f"see 'journalctl -u {FM_UNIT}'",
+            )
+        changes.append(f"{'started' if should_run else 'failed (as the profile says)'} {FM_UNIT}")
+    return changes
+
+
+def check_overrides_fit(ctx: Context, profile: dict) -> None:
+    """NIC plan entries must name NPUs the hardware has (the real hccn_tool would refuse)."""
+    ascend = profile.get("ascend")
+    if not ascend:
+        return
+    ids = {npu["id"] for npu in ascend["npus"]}
+    for device in read_overrides(ctx).get("hccn_devices") or []:
+        if device["id"] not in ids:
+            raise ReplayError(
+                f"{ctx.overrides_path}: hccn_devices has id {device['id']} but profile "
+                f"{profile['profile']['name']} has NPUs {sorted(ids)}",
+                "fix the host's hccn_devices plan",
+            )
+
+
+def set_profile(ctx: Context, name: str) -> tuple:
+    """Switch the node to profile `name`; returns (previous name or None, list of changes)."""
+    profile = resolve(ctx, name)
+    check_overrides_fit(ctx, profile)
+    check_tool_paths_free(ctx, profile)
+    state_path = os.path.join(ctx.state_dir, "profile")
+    previous = None
+    if os.path.exists(state_path):
+        with open(state_path) as handle:
+            previous = handle.read().strip() or None
+    changes = []
+    try:
+        if write_if_changed(state_path, name + "\n", 0o644):
+            changes.append(f"profile {previous or '(none)'} -> {name}")
+        changes += sync_tool_links(ctx, profile)
+        changes += sync_sysfs(ctx, profile)
+        changes += sync_fabric_manager(ctx, profile)
+    except PermissionError as exc:
+        raise ReplayError(f"permission denied: {exc.filename}", "run 'hwreplay profile set' as root") from exc
+    return previous, changes
+
+
+def show_profile(ctx: Context) -> str:
+    profile = active_profile(ctx)
+    meta = profile["profile"]
+    lines = ["profile: " + meta["name"]]
+    if meta["base"]:
+        lines.append(f"base: {meta['base']}")
+        lines.append(f"fault: {meta['fault']}")
+    lines.append("description: " + meta["description"])
+    if profile.get("nvidia"):
+        nvidia = profile["nvidia"]
+        switches = nvidia.get("nvswitches", [])
+        fabric = nvidia.get("fabric_manager", "n/a") if switches else "n/a"
+        lines.append(
+            f"nvidia: {len(nvidia['gpus'])} GPUs, driver {nvidia['driver_version']}, "
+            f"CUDA {nvidia['cuda_version']}, "
+            f"{len(switches)} NVSwitches, fabric manager {fabric}"
+        )
+    if profile.get("ascend"):
+        ascend = profile["ascend"]
+        lines.append(
+            f"ascend: {len(ascend['npus'])} NPUs, driver {ascend['driver_version']}, "
+            f"firmware {ascend['firmware_version']}"
+        )
+    if profile.get("infiniband"):
+        lines.append("infiniband: " + ", ".join(hca["name"] for hca in profile["infiniband"]["hcas"]))
+    lines.append("tools: " + ", ".join(installed_tools(profile)))
+    overrides = read_overrides(ctx)
+    lines.append(f"overrides ({ctx.overrides_path}): {', '.join(sorted(overrides)) or 'none'}")
+    lines.append("sysfs root: " + ctx.sysroot)
+    return "\n".join(lines) + "\n"
+
+
+def list_profiles_text(ctx: Context) -> str:
+    rows = []
+    for name in list_profiles(ctx):
+        raw = load_raw(ctx, name)
+        detail = raw.get("fault") or raw.get("description", "")
+        rows.append((name, raw.get("base", "-"), detail))
+    rows.insert(0, ("NAME", "BASE", "FAULT / DESCRIPTION"))
+    width = max(len(row[0]) for row in rows)
+    base_width = max(len(row[1]) for row in rows)
+    return "".join(f"{name:<{width}}  {base:<{base_width}}  {detail}\n" for name, base, detail in rows)
+
+
+def sd_notify(message: str) -> None:
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.connect(address)
+        sock.sendall(message.encode())
+
+
+def fm_log(level: str, message: str) -> None:
+    stamp = time.strftime("%b %d %Y %H:%M:%S")
+    print(f"[{stamp}] [{level}] [tid {os.getpid()}] {message}", flush=True)
+
+
+def fabricmanager(ctx: Context) -> int:
+    """Long-running stand-in for nv-fabricmanager: up when the profile's fabric is healthy."""
+    profile = active_profile(ctx)
+    nvidia = profile.get("nvidia") or {}
+    fm_log("INFO", f"Fabric Manager version {nvidia.get('driver_version', 'unknown')} is starting")
+    if not nvidia.get("nvswitches"):
+        fm_log("ERROR", "no NVSwitch devices found on this system; fabric manager cannot run")
+        return 1
+    if nvidia.get("fabric_manager", "running") != "running":
+        fm_log(
+            "ERROR",
+            "failed to initialize the NVSwitch fabric (replayed failure of profile "
+            f"{profile['profile']['name']})",
+        )
+        return 1
+    fm_log("INFO", "Successfully configured all the available NVSwitches to route GPU NVLink traffic.")
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    sd_notify("READY=1")
+    while True:
+        signal.pause()

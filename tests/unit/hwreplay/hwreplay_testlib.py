@@ -1,0 +1,67 @@
+"""What the hardware replay tool's tests share: where the tool is, the profiles and the commands to render.
+
+A uniquely named module (not conftest) so `import` finds this one in a full test run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HWREPLAY_DIR = Path(__file__).resolve().parents[2] / "hwreplay"
+sys.path.insert(0, str(HWREPLAY_DIR))
+
+
+HEALTHY = ("h100-healthy", "h200-healthy", "910b-healthy", "cpu-none")
+FAULTY = {
+    "h100-xid79": "h100-healthy",
+    "h100-pcie-x8": "h100-healthy",
+    "h100-ib-port-down": "h100-healthy",
+    "h100-remapped-rows-pending": "h100-healthy",
+    "h100-fabricmanager-failed": "h100-healthy",
+    "910b-health-alarm": "910b-healthy",
+    "910b-nic-net-health-fail": "910b-healthy",
+}
+ALL_PROFILES = HEALTHY + tuple(FAULTY)
+NOW = 1718935388.0  # Fri Jun 21 02:03:08 2024 UTC: pinned so outputs are reproducible
+UPTIME = 86400.0
+
+# The --query-gpu form the validator runs (every field the design names, plus two more).
+QUERY_GPU_ARGS = [
+    "--query-gpu=index,name,uuid,serial,pci.bus_id,driver_version,pcie.link.gen.max,pcie.link.gen.current,"
+    "pcie.link.width.max,pcie.link.width.current,persistence_mode,mig.mode.current,ecc.mode.current,"
+    "ecc.errors.uncorrected.volatile.total,retired_pages.pending,remapped_rows.pending,temperature.gpu,"
+    "power.draw,memory.total,fabric.state",
+    "--format=csv",
+]
+NVIDIA_COMMANDS = [
+    ["nvidia-smi"],
+    ["nvidia-smi", "-q"],
+    ["nvidia-smi", "-q", "-x"],
+    ["nvidia-smi", "-L"],
+    ["nvidia-smi", *QUERY_GPU_ARGS],
+    ["nvidia-smi", "topo", "-m"],
+    ["nvidia-smi", "nvlink", "-s"],
+]
+ASCEND_COMMANDS = (
+    [["npu-smi", "info"], ["npu-smi", "info", "-m"]]
+    + [
+        ["npu-smi", "info", "-t", kind, "-i", str(i)]
+        for kind in ("board", "health", "usages")
+        for i in range(8)
+    ]
+    + [["hccn_tool", "-i", str(i), item, "-g"] for item in ("-ip", "-link", "-net_health") for i in range(8)]
+)
+IB_COMMANDS = [["ibstat"], ["ibstat", "-l"]]
+COMMON_COMMANDS = [["lspci"], ["lspci", "-vvv"], ["dmesg"], ["dmesg", "-T"]]
+
+
+def commands_for(profile: dict) -> list:
+    commands = list(COMMON_COMMANDS)
+    if profile.get("nvidia"):
+        commands += NVIDIA_COMMANDS
+    if profile.get("ascend"):
+        commands += ASCEND_COMMANDS
+    if profile.get("infiniband"):
+        commands += IB_COMMANDS
+    return commands
