@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import click
 import pytest
-
 from clusterforge import __version__
-from clusterforge.errors import EXIT_ENV, EXIT_FAILED, EXIT_INVALID, ChecksFailed, EnvironmentNotReady, InvalidInput
+from clusterforge.errors import (
+    EXIT_ENV,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    ChecksFailed,
+    EnvironmentNotReady,
+    InvalidInput,
+)
 from clusterforge.main import cli, main
 
 
