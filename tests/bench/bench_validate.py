@@ -4,9 +4,9 @@
                                                    [--lab-inventory inventories/lab-NAME]
 
 (a) Quick validation time per node: cfcore's validate_node with a live source
-    whose vendor tools are the hardware replay program (tests/hwreplay), run as
-    real subprocesses, on the healthy H100 and 910B profiles (mean and p95 over
-    repeats). With --lab-inventory, also `clusterforge validate` wall time over
+    whose vendor tools are the hardware replay's tool shims (tests/hwreplay),
+    run as real subprocesses as on a lab node, on the healthy H100 and 910B
+    profiles (mean and p95 over repeats). With --lab-inventory, also `clusterforge validate` wall time over
     that lab's nodes divided by the node count.
 (b) Report building for N synthetic node results (~25 checks each, a few %
     failing with evidence, per-node metrics): the fleet outlier pass and every
@@ -281,6 +281,8 @@ def replay_environment(tmp: Path, profile: str) -> tuple[dict[str, str], Path]:
     """
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
+    # `profile set` installs the tools as on a node: sh shims that print the answers it
+    # pre-rendered and fall back to the Python that ran it (this one) for anything else.
     env = {
         **os.environ,
         "HWREPLAY_STATE_DIR": str(tmp / "state"),
@@ -413,7 +415,7 @@ def main() -> None:
                     f"quick validate_node, {profile} (p95)",
                     f"{p95(times):.3f} s",
                     f"{figures['tool_runs']} tool runs each, {figures['per_tool_run']:.3f} s "
-                    "per replayed tool run (a Python start-up each)",
+                    "per replayed tool run (sh shims, pre-rendered answers)",
                 )
             )
             rows.append(
