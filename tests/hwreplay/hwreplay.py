@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """hwreplay: replays vendor hardware tools on lab and Molecule nodes (tests only).
 
-Installed as /usr/local/lib/hwreplay/hwreplay.py and linked into /usr/local/bin
-as nvidia-smi, npu-smi, hccn_tool, ibstat, lspci and dmesg: called by one of
-those names it prints what the real tool prints on the hardware of the active
-profile. Called as `hwreplay` it is the control tool:
+Installed as /usr/local/lib/hwreplay/hwreplay.py. `hwreplay profile set` puts
+nvidia-smi, npu-smi, hccn_tool, ibstat, lspci and dmesg shims into
+/usr/local/bin: they print pre-rendered answers of the commands node validation
+runs and hand anything else to this program with HWREPLAY_TOOL=<tool> set. Run
+as one of those tools (that variable, or a link of that name), it prints what
+the real tool prints on the hardware of the active profile. Otherwise it is the
+control tool:
 
     hwreplay profile list            the profiles it knows
     hwreplay profile show            the active profile and what it replays
@@ -74,8 +77,10 @@ def emit(result) -> int:
 
 def main(argv: list | None = None) -> int:
     argv = sys.argv if argv is None else argv
-    name = os.path.basename(argv[0])
-    ctx = Context(env=dict(os.environ))
+    env = dict(os.environ)
+    # The tool shims cannot choose argv[0]: they name the tool in HWREPLAY_TOOL.
+    name = env.pop("HWREPLAY_TOOL", "") or os.path.basename(argv[0])
+    ctx = Context(env=env)
     try:
         if name in TOOLS:
             return emit(run_tool(ctx, name, argv[1:]))

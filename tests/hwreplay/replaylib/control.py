@@ -1,8 +1,9 @@
 """`hwreplay profile set|show|list` and the fabric-manager stand-in.
 
 `profile set` makes the node look like the profile's hardware: it records the
-profile, links the tools that hardware has (and removes those it lacks, so they
-are "not installed"), rewrites the sysfs tree and starts or stops
+profile, pre-renders the answers of the commands node validation runs, installs
+a shim for each tool that hardware has (and removes those it lacks, so they are
+"not installed"), rewrites the sysfs tree and starts or stops
 nvidia-fabricmanager.service. It only changes what differs, and says so, which
 makes install.yml idempotent.
 """
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from . import prerender, shims
 from .common import PROGRAM, Context, ReplayError
 from .infiniband import sysfs_files
 from .profiles import active_profile, list_profiles, load_raw, read_overrides, resolve
@@ -58,35 +60,35 @@ def write_if_changed(path: str, content: str, mode: int) -> bool:
     return True
 
 
-def is_our_link(path: str) -> bool:
-    return os.path.islink(path) and os.path.basename(os.readlink(path)) == "hwreplay.py"
+def is_ours(path: str) -> bool:
+    """A tool shim, or a link to the program (how tools were installed before the shims)."""
+    if os.path.islink(path):
+        return os.path.basename(os.readlink(path)) == "hwreplay.py"
+    return shims.is_shim(path)
 
 
 def check_tool_paths_free(ctx: Context, profile: dict) -> None:
-    """Refuse (before changing anything) to shadow a real binary that sits where a tool link goes."""
+    """Refuse (before changing anything) to shadow a real binary that sits where a tool shim goes."""
     for tool in TOOLS:
         path = os.path.join(ctx.bin_dir, tool)
-        if installed(profile, tool) and os.path.lexists(path) and not is_our_link(path):
+        if installed(profile, tool) and os.path.lexists(path) and not is_ours(path):
             raise ReplayError(
-                f"{path} exists and is not a hwreplay link; refusing to replace it",
+                f"{path} exists and is not a hwreplay tool shim; refusing to replace it",
                 "remove it, or point HWREPLAY_BIN_DIR elsewhere",
             )
 
 
-def sync_tool_links(ctx: Context, profile: dict) -> list:
-    """Link each replayed tool the hardware has into the bin dir; unlink the others."""
+def sync_tool_shims(ctx: Context, profile: dict) -> list:
+    """Install a shim for each replayed tool the hardware has into the bin dir; remove the others."""
     changes = []
     for tool in TOOLS:
         path = os.path.join(ctx.bin_dir, tool)
         if installed(profile, tool):
-            if is_our_link(path) and os.readlink(path) == PROGRAM:
-                continue
-            if os.path.lexists(path):
-                os.unlink(path)
-            os.makedirs(ctx.bin_dir, exist_ok=True)
-            os.symlink(PROGRAM, path)
-            changes.append(f"linked {path}")
-        elif is_our_link(path):
+            if os.path.islink(path):
+                os.unlink(path)  # a link of an older hwreplay
+            if write_if_changed(path, shims.shim_text(tool), 0o755):
+                changes.append(f"installed {path}")
+        elif is_ours(path):
             os.unlink(path)
             changes.append(f"removed {path} (not on this hardware)")
     return changes
@@ -172,6 +174,7 @@ def set_profile(ctx: Context, name: str) -> tuple:
     profile = resolve(ctx, name)
     check_overrides_fit(ctx, profile)
     check_tool_paths_free(ctx, profile)
+    answers = prerender.render_answers(ctx, profile)
     state_path = os.path.join(ctx.state_dir, "profile")
     previous = None
     if os.path.exists(state_path):
@@ -181,7 +184,9 @@ def set_profile(ctx: Context, name: str) -> tuple:
     try:
         if write_if_changed(state_path, name + "\n", 0o644):
             changes.append(f"profile {previous or '(none)'} -> {name}")
-        changes += sync_tool_links(ctx, profile)
+        # Answers before shims: a new shim finds its answers in place.
+        changes += shims.sync_answers(ctx, answers)
+        changes += sync_tool_shims(ctx, profile)
         changes += sync_sysfs(ctx, profile)
         changes += sync_fabric_manager(ctx, profile)
     except PermissionError as exc:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from hwreplay_testlib import ALL_PROFILES, HWREPLAY_DIR, NOW, UPTIME
-from replaylib import control
+from replaylib import control, shims
 from replaylib.common import PROGRAM, ReplayError
 
 PYTHON = sys.executable
@@ -20,12 +20,16 @@ def test_program_path_is_the_checkout_file():
     assert os.path.samefile(PROGRAM, HWREPLAY_DIR / "hwreplay.py")
 
 
-def test_set_links_tools_writes_sysfs_and_unit(ctx, tmp_path):
+def test_set_installs_tool_shims_writes_sysfs_and_unit(ctx, tmp_path):
     previous, changes = control.set_profile(ctx, "h100-healthy")
     assert previous is None and changes
-    links = sorted(os.listdir(tmp_path / "bin"))
-    assert links == ["dmesg", "ibstat", "lspci", "nvidia-smi"]
-    assert all(os.readlink(tmp_path / "bin" / link) == PROGRAM for link in links)
+    tools = sorted(os.listdir(tmp_path / "bin"))
+    assert tools == ["dmesg", "ibstat", "lspci", "nvidia-smi"]
+    for tool in tools:
+        path = tmp_path / "bin" / tool
+        assert shims.is_shim(str(path)) and os.access(path, os.X_OK)
+        assert path.read_text().startswith("#!/bin/sh\n")
+        assert f"HWREPLAY_TOOL={tool}\n" in path.read_text() and PROGRAM in path.read_text()
     port = tmp_path / "sysroot/sys/class/infiniband/mlx5_3/ports/1"
     assert (port / "state").read_text() == "4: ACTIVE\n"
     assert (port / "phys_state").read_text() == "5: LinkUp\n"
@@ -46,10 +50,11 @@ def test_switching_rewrites_only_what_differs(ctx, tmp_path):
     control.set_profile(ctx, "h100-healthy")
     previous, changes = control.set_profile(ctx, "h100-ib-port-down")
     assert previous == "h100-healthy"
-    assert changes == [
-        "profile h100-healthy -> h100-ib-port-down",
-        f"sysfs {tmp_path / 'sysroot'}/sys/class/infiniband: wrote 3, removed 0 files",
-    ]
+    assert changes[0] == "profile h100-healthy -> h100-ib-port-down"
+    # ibstat's answer changed (mlx5_3 is down); the tool shims did not.
+    answers = tmp_path / "state" / "answers"
+    assert changes[1].startswith(f"answers {answers}: pre-rendered 8 commands (answers-")
+    assert changes[2:] == [f"sysfs {tmp_path / 'sysroot'}/sys/class/infiniband: wrote 3, removed 0 files"]
     port = tmp_path / "sysroot/sys/class/infiniband/mlx5_3/ports/1"
     assert [(port / f).read_text() for f in ("state", "phys_state", "rate")] == [
         "1: DOWN\n",
@@ -71,7 +76,7 @@ def test_switching_hardware_family_removes_what_it_lacks(ctx, tmp_path):
 def test_set_refuses_to_replace_a_real_binary(ctx, tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin/nvidia-smi").write_text("#!/bin/sh\n")
-    with pytest.raises(ReplayError, match="is not a hwreplay link"):
+    with pytest.raises(ReplayError, match="is not a hwreplay tool shim"):
         control.set_profile(ctx, "h100-healthy")
     assert not (tmp_path / "state/profile").exists()  # nothing half-done
     assert sorted(os.listdir(tmp_path / "bin")) == ["nvidia-smi"]
