@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from clusterforge.errors import InvalidInput
+from clusterforge.inventory_check.requirements import EXPECTED_GROUPS
 
 DEFAULT_LAB_NAME = "lab"
 DEFAULT_IMAGE = "localhost/clusterforge-node:bookworm"
@@ -81,22 +82,9 @@ ROLES: dict[str, Role] = {
 }
 ROLE_ORDER = tuple(ROLES)
 
-# Every group of the inventory model, written even when empty so that playbooks
-# can always look up groups['npu_ppu'] and friends.
-INVENTORY_GROUPS = (
-    "gpu_nvidia",
-    "npu_ascend",
-    "npu_ppu",
-    "storage",
-    "juicefs_meta",
-    "ceph_mon",
-    "ceph_osd",
-    "k8s_control_plane",
-    "k8s_workers",
-    "slurm_controller",
-    "slurm_workers",
-    "monitoring",
-)
+# Every group of the inventory model (the one list inventory check also uses),
+# written even when empty so that playbooks can always look up groups['npu_ppu'].
+INVENTORY_GROUPS = EXPECTED_GROUPS
 
 
 @dataclass(frozen=True)
