@@ -69,7 +69,9 @@ class ValidationCollector(Collector):
             labels=["node", "sku", "status"],
         )
         duration = GaugeMetricFamily(
-            "clusterforge_node_validation_duration_seconds", "Time node_validate took on the node.", labels=["node"]
+            "clusterforge_node_validation_duration_seconds",
+            "Time node_validate took on the node.",
+            labels=["node"],
         )
         failed = GaugeMetricFamily(
             "clusterforge_check_failed", "1 for each check that failed on a node.", labels=["node", "check"]

@@ -43,7 +43,9 @@ def render_table(report: dict[str, Any], console: Console) -> None:
         console.print(table)
     hidden = len(nodes) - len(shown)
     if hidden:
-        console.print(f"{hidden} passing node(s) not listed (more than {FULL_TABLE_LIMIT} nodes): see report.html")
+        console.print(
+            f"{hidden} passing node(s) not listed (more than {FULL_TABLE_LIMIT} nodes): see report.html"
+        )
     console.print(_verdict(report))
 
 
@@ -54,7 +56,9 @@ def _title(report: dict[str, Any]) -> str:
 
 def _verdict(report: dict[str, Any]) -> str:
     counts = report["summary"]["status_counts"]
-    parts = [f"[{_STYLE[s]}]{counts[s]} {s}[/]" for s in ("pass", "warn", "fail", "error", "skip") if counts[s]]
+    parts = [
+        f"[{_STYLE[s]}]{counts[s]} {s}[/]" for s in ("pass", "warn", "fail", "error", "skip") if counts[s]
+    ]
     flagged = len(report.get("outliers", {}).get("flagged", []))
     if flagged:
         parts.append(f"{flagged} fleet outlier figure(s)")
