@@ -25,9 +25,10 @@ CACHE_DIR=${CF_IMAGE_CACHE:-$HOME/.cache/clusterforge/images}
 LABEL=org.clusterforge.inputs
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$HERE/images/node/containers.conf}
 
-die() { echo "build-node-image: $*" >&2; exit 1; }
-command -v podman >/dev/null || die "podman is not installed (fix: run scripts/setup-host.sh as root)"
-command -v debootstrap >/dev/null || die "debootstrap is not installed (fix: run scripts/setup-host.sh as root)"
+# Exit codes as the CLI's: 1 the build failed, 2 bad option, 4 a host tool is missing.
+die() { local code=$1; shift; echo "build-node-image: $*" >&2; exit "$code"; }
+command -v podman >/dev/null || die 4 "podman is not installed (fix: run scripts/setup-host.sh as root)"
+command -v debootstrap >/dev/null || die 4 "debootstrap is not installed (fix: run scripts/setup-host.sh as root)"
 
 input_hash() {
   { echo "recipe=$RECIPE_VERSION suite=$SUITE mirror=$DEBIAN_MIRROR security=$DEBIAN_SECURITY_MIRROR"
@@ -43,7 +44,7 @@ case "${1:-}" in
   --print-hash) echo "$HASH"; exit 0 ;;
   --rebuild) REBUILD=1 ;;
   "") ;;
-  *) die "unknown option '$1' (use --rebuild or --print-hash)" ;;
+  *) die 2 "unknown option '$1' (use --rebuild or --print-hash)" ;;
 esac
 
 CACHE_TAR=$CACHE_DIR/clusterforge-node-$HASH.tar
@@ -65,7 +66,7 @@ if [[ $REBUILD == 1 || $(label_of "$BASE_IMAGE") != "$BASE_HASH" ]]; then
   trap 'rm -rf "$rootfs"' EXIT
   echo "debootstrap $SUITE from $DEBIAN_MIRROR (a few minutes)"
   debootstrap --variant=minbase "$SUITE" "$rootfs" "$DEBIAN_MIRROR" > "$rootfs.log" 2>&1 \
-    || { tail -20 "$rootfs.log"; die "debootstrap failed (log: $rootfs.log)"; }
+    || { tail -20 "$rootfs.log"; die 1 "debootstrap failed (log: $rootfs.log)"; }
   rm -f "$rootfs.log"
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   tar -C "$rootfs" --numeric-owner -c . \
