@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -45,7 +46,10 @@ def evidence_text(evidence: Any) -> str:
     for key, value in evidence.items():
         if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
             lines.append(f"{key}:")
-            lines.extend(f"  {item}" for item in value)
+            # Lines cut out of indented output (XML, nvidia-smi -q) keep their
+            # common indentation; drop it so the decisive part stays readable.
+            block = textwrap.dedent("\n".join(str(item) for item in value))
+            lines.extend(f"  {item}" for item in block.splitlines())
         elif isinstance(value, dict | list):
             lines.append(f"{key}: {json.dumps(value, default=str)}")
         else:
