@@ -70,7 +70,10 @@ ROLES: dict[str, Role] = {
         Role(
             "gpu",
             "gpu",
-            ("gpu_nvidia", "k8s_workers", "slurm_workers"),
+            # Each accelerator node belongs to one scheduler (inventory check
+            # warns otherwise): NVIDIA nodes to Slurm, Ascend nodes to
+            # Kubernetes + Volcano, as mixed fleets commonly split them.
+            ("gpu_nvidia", "slurm_workers"),
             "hgx-h100-8gpu",
             "h100-healthy",
             True,

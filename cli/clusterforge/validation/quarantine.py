@@ -18,6 +18,8 @@ from clusterforge.validation.results import bad_checks
 
 SLURM_GROUP = "slurm_controller"
 K8S_GROUP = "k8s_control_plane"
+# A node is quarantined only in the scheduler(s) it works for (inventory model).
+WORKER_GROUPS = {"slurm": "slurm_workers", "kubernetes": "k8s_workers"}
 TAINT_KEY = "clusterforge.io/unhealthy"
 LABEL_KEY = "clusterforge.io/validation"
 # A Slurm NodeName is one name here, never a hostlist expression (node[1-4]) or a
@@ -117,9 +119,19 @@ def plan(
     *,
     on_error: bool = False,
     when: datetime | None = None,
+    workers: dict[str, set[str]] | None = None,
 ) -> Plan:
-    """The commands that quarantine every failed node (and errored ones with on_error)."""
+    """The commands that quarantine every failed node (and errored ones with on_error).
+
+    `workers` maps a scheduler (slurm, kubernetes) to the hosts of its worker
+    group: a node is drained or tainted only where it works. None plans both
+    schedulers for every node (an inventory without scheduler groups).
+    """
     when = when or datetime.now(UTC)
+
+    def works_for(scheduler: str, host: str) -> bool:
+        return workers is None or host in workers.get(scheduler, set())
+
     statuses = ("fail", "error") if on_error else ("fail",)
     out = Plan()
     left_in_service = 0
@@ -130,20 +142,26 @@ def plan(
             continue
         ids = [c["id"] for c in bad_checks(result, statuses)]
         hv = hostvars.get(host, {})
-        slurm_name = slurm_node_name(host, hv)
-        if _SLURM_NODE.match(slurm_name):
-            out.actions.append(
-                Action("slurm", host, slurm_name, slurm_drain(slurm_name, slurm_reason(ids, when)))
+        if not any(works_for(scheduler, host) for scheduler in WORKER_GROUPS):
+            out.notes.append(
+                f"{host}: in neither {' nor '.join(WORKER_GROUPS.values())}: no scheduler to take it out of"
             )
-        else:
-            out.notes.append(_bad_name(host, slurm_name, "Slurm", "slurm_node_name"))
-        k8s_name = k8s_node_name(host, hv)
-        if _K8S_NODE.match(k8s_name):
-            first = ids[0] if ids else "validation"
-            out.actions.append(Action("kubernetes", host, k8s_name, k8s_taint(k8s_name, first)))
-            out.actions.append(Action("kubernetes", host, k8s_name, k8s_label(k8s_name)))
-        else:
-            out.notes.append(_bad_name(host, k8s_name, "Kubernetes", "k8s_node_name"))
+            continue
+        if works_for("slurm", host):
+            slurm_name = slurm_node_name(host, hv)
+            if _SLURM_NODE.match(slurm_name):
+                reason = slurm_reason(ids, when)
+                out.actions.append(Action("slurm", host, slurm_name, slurm_drain(slurm_name, reason)))
+            else:
+                out.notes.append(_bad_name(host, slurm_name, "Slurm", "slurm_node_name"))
+        if works_for("kubernetes", host):
+            k8s_name = k8s_node_name(host, hv)
+            if _K8S_NODE.match(k8s_name):
+                first = ids[0] if ids else "validation"
+                out.actions.append(Action("kubernetes", host, k8s_name, k8s_taint(k8s_name, first)))
+                out.actions.append(Action("kubernetes", host, k8s_name, k8s_label(k8s_name)))
+            else:
+                out.notes.append(_bad_name(host, k8s_name, "Kubernetes", "k8s_node_name"))
     if left_in_service:
         out.notes.append(
             f"{left_in_service} node(s) with status error (not validated, e.g. unreachable) left in service: "

@@ -296,10 +296,11 @@ def finish(
 def _quarantine(
     results: list[dict[str, Any]], inventory: Inventory, output: Output, options: QuarantineOptions
 ) -> dict[str, Any]:
-    from clusterforge.validation.quarantine import plan
+    from clusterforge.validation.quarantine import WORKER_GROUPS, plan
     from clusterforge.validation.quarantine_apply import apply_plan
 
-    the_plan = plan(results, inventory.hostvars, on_error=options.on_error)
+    workers = {scheduler: set(inventory.group_hosts(group)) for scheduler, group in WORKER_GROUPS.items()}
+    the_plan = plan(results, inventory.hostvars, on_error=options.on_error, workers=workers)
     if not the_plan.actions:
         section = {
             "dry_run": options.dry_run,

@@ -48,7 +48,7 @@ def test_hosts_follow_the_inventory_model(nodes, access):
         "ceph_mon": ["lab-sto-01"],
         "ceph_osd": ["lab-sto-01"],
         "k8s_control_plane": ["lab-ctl-01"],
-        "k8s_workers": ["lab-gpu-01", "lab-gpu-02", "lab-npu-01", "lab-npu-02"],
+        "k8s_workers": ["lab-npu-01", "lab-npu-02"],
         "slurm_controller": ["lab-ctl-01"],
         "slurm_workers": ["lab-gpu-01", "lab-gpu-02"],
         "monitoring": ["lab-ctl-01"],
@@ -146,7 +146,7 @@ def test_ansible_reads_the_inventory_as_intended(tmp_path, nodes, access):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert sorted(data["gpu_nvidia"]["hosts"]) == ["lab-gpu-01", "lab-gpu-02"]
-    assert sorted(data["k8s_workers"]["hosts"]) == ["lab-gpu-01", "lab-gpu-02", "lab-npu-01", "lab-npu-02"]
+    assert sorted(data["k8s_workers"]["hosts"]) == ["lab-npu-01", "lab-npu-02"]
     hostvars = data["_meta"]["hostvars"]["lab-npu-01"]
     assert hostvars["ansible_host"] == "10.89.100.14"
     assert hostvars["cann_version"] == "8.0.RC2"  # group_vars/all reached the host

@@ -41,7 +41,7 @@ def test_roles_follow_the_inventory_model():
         "monitoring",
         "juicefs_meta",
     }
-    assert set(ROLES["gpu"].groups) == {"gpu_nvidia", "k8s_workers", "slurm_workers"}
+    assert set(ROLES["gpu"].groups) == {"gpu_nvidia", "slurm_workers"}
     assert set(ROLES["npu"].groups) == {"npu_ascend", "k8s_workers"}
     assert set(ROLES["storage"].groups) == {"storage", "ceph_mon", "ceph_osd"}
     assert {r.name: r.node_sku for r in ROLES.values()} == {

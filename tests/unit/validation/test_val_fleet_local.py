@@ -26,6 +26,10 @@ all:
           node_sku: cpu-generic
           validate_required_mounts: [/proc, /mnt/cf-not-mounted]
           slurm_node_name: cfnode-07
+    # local-nomount works for both schedulers: quarantine takes it out of both.
+    slurm_workers:
+      hosts:
+        local-nomount:
     slurm_controller:
       hosts:
         local-ctl:

@@ -100,3 +100,22 @@ def test_inventory_names_win_and_bad_names_are_refused():
         "'node[1-100]' is not a valid Slurm node name" in n and "slurm_node_name" in n for n in made.notes
     )
     assert any("'Bad_Name' is not a valid Kubernetes node name" in n for n in made.notes)
+
+
+def test_nodes_are_quarantined_only_by_the_schedulers_they_work_for():
+    results = [xid79_node("gpu-01"), xid79_node("npu-01"), xid79_node("ctl-01")]
+    workers = {"slurm": {"gpu-01"}, "kubernetes": {"npu-01"}}
+    made = plan(results, {}, when=WHEN, workers=workers)
+    assert [(a.scheduler, a.host) for a in made.actions] == [
+        ("slurm", "gpu-01"),
+        ("kubernetes", "npu-01"),
+        ("kubernetes", "npu-01"),
+    ]
+    assert any(n.startswith("ctl-01: in neither slurm_workers nor k8s_workers") for n in made.notes)
+
+
+def test_a_node_of_both_schedulers_is_taken_out_of_both():
+    made = plan(
+        [xid79_node("gpu-01")], {}, when=WHEN, workers={"slurm": {"gpu-01"}, "kubernetes": {"gpu-01"}}
+    )
+    assert [a.scheduler for a in made.actions] == ["slurm", "kubernetes", "kubernetes"]
