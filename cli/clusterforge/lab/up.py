@@ -299,9 +299,22 @@ def run_hwreplay(ctx: LabContext, inventory: Path, nodes: Sequence[Node]) -> boo
     with ctx.reporter.step(f"install hardware replay ({HWREPLAY_PLAYBOOK})"):
         result = ctx.runner(argv, env=env, cwd=ctx.root, timeout=1800)
         if not result.ok:
-            failures = [line.strip() for line in result.stdout.splitlines() if line.startswith("fatal:")]
             raise EnvironmentNotReady(
-                f"{HWREPLAY_PLAYBOOK} failed: {failures[0] if failures else result.last_error_line()}",
+                f"{HWREPLAY_PLAYBOOK} failed: {first_failure(result.stdout) or result.last_error_line()}",
                 f"rerun it to see the whole output: cd {ctx.root} && {shlex.join(argv)}",
             )
     return True
+
+
+def first_failure(output: str, max_lines: int = 8) -> str:
+    """The first `fatal:` line of ansible-playbook's output with the indented result under it (the msg)."""
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("fatal:"):
+            detail = []
+            for follow in lines[index + 1 : index + 1 + max_lines]:
+                if not follow.startswith((" ", "\t")):
+                    break
+                detail.append(follow.strip())
+            return " ".join([line.strip(), *detail])
+    return ""

@@ -366,3 +366,20 @@ def test_no_hwreplay_skips_it(ctx, host, checkout):
     playbook.write_text("- hosts: all\n")
     assert not lab_up(ctx, request(counts=SMALL, hwreplay=False)).hwreplay_ran
     assert not [c for c in host.calls if c[0].endswith("ansible-playbook")]
+
+
+def test_first_failure_keeps_the_message_under_the_fatal_line():
+    from clusterforge.lab.up import first_failure
+
+    output = (
+        "TASK [Install the hwreplay bundle] ***\n"
+        "fatal: [lab-gpu-01]: FAILED! =>\n"
+        "    changed: false\n"
+        "    msg: 'Could not find or access pack.py'\n"
+        "\n"
+        "PLAY RECAP ***\n"
+    )
+    assert first_failure(output) == (
+        "fatal: [lab-gpu-01]: FAILED! => changed: false msg: 'Could not find or access pack.py'"
+    )
+    assert first_failure("ok: [x]\n") == ""
