@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hwreplay_testlib import NOW, UPTIME  # also puts tests/hwreplay (replaylib) on sys.path
+from hwreplay_testlib import replay_env  # also puts tests/hwreplay (replaylib) on sys.path
 from replaylib.common import Context
 from replaylib.profiles import resolve
 from replaylib.tools import run_tool
@@ -12,18 +12,7 @@ from replaylib.tools import run_tool
 @pytest.fixture
 def ctx(tmp_path) -> Context:
     """A context with no host overrides, no state and a pinned clock."""
-    return Context(
-        env={
-            "HWREPLAY_OVERRIDES": str(tmp_path / "no-overrides.json"),
-            "HWREPLAY_STATE_DIR": str(tmp_path / "state"),
-            "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
-            "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
-            "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
-            "HWREPLAY_SYSTEMD": "0",
-            "HWREPLAY_NOW": str(NOW),
-            "HWREPLAY_UPTIME": str(UPTIME),
-        }
-    )
+    return Context(env=replay_env(tmp_path))
 
 
 @pytest.fixture

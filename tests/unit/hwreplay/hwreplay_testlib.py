@@ -26,6 +26,21 @@ ALL_PROFILES = HEALTHY + tuple(FAULTY)
 NOW = 1718935388.0  # Fri Jun 21 02:03:08 2024 UTC: pinned so outputs are reproducible
 UPTIME = 86400.0
 
+
+def replay_env(tmp_path) -> dict:
+    """A private replay (state, sysfs, tool dir, units) under tmp_path, no host overrides, a pinned clock."""
+    return {
+        "HWREPLAY_OVERRIDES": str(tmp_path / "no-overrides.json"),
+        "HWREPLAY_STATE_DIR": str(tmp_path / "state"),
+        "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
+        "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
+        "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
+        "HWREPLAY_SYSTEMD": "0",
+        "HWREPLAY_NOW": str(NOW),
+        "HWREPLAY_UPTIME": str(UPTIME),
+    }
+
+
 # The --query-gpu form the validator runs (every field the design names, plus two more).
 QUERY_GPU_ARGS = [
     "--query-gpu=index,name,uuid,serial,pci.bus_id,driver_version,pcie.link.gen.max,pcie.link.gen.current,"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from hwreplay_testlib import ALL_PROFILES, HWREPLAY_DIR, NOW, UPTIME
+from hwreplay_testlib import ALL_PROFILES, HWREPLAY_DIR, replay_env
 from replaylib import control, shims
 from replaylib.common import PROGRAM, ReplayError
 
@@ -110,14 +110,7 @@ def run_program(tmp_path, *argv, argv0=None, extra_env=None):
     """Run hwreplay.py as a process; argv0 picks the name it is called by (like a symlink)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HWREPLAY_STATE_DIR": str(tmp_path / "state"),
-        "HWREPLAY_OVERRIDES": str(tmp_path / "no-overrides.json"),
-        "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
-        "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
-        "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
-        "HWREPLAY_SYSTEMD": "0",
-        "HWREPLAY_NOW": str(NOW),
-        "HWREPLAY_UPTIME": str(UPTIME),
+        **replay_env(tmp_path),
         **(extra_env or {}),
     }
     script = str(HWREPLAY_DIR / "hwreplay.py")
