@@ -13,6 +13,10 @@ STAMP=$VENV/.clusterforge-stamp
 
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || { echo "setup-venv: $PYTHON is older than 3.11 (fix: set PYTHON=python3.11 or newer)" >&2; exit 4; }
+# The checkout is the Ansible collection clusterforge.cluster: ansible.cfg finds
+# it through this git-ignored link (collections_path = .collections:...).
+mkdir -p "$ROOT/.collections/ansible_collections/clusterforge"
+ln -sfn ../../.. "$ROOT/.collections/ansible_collections/clusterforge/cluster"
 want=$(cat "$ROOT/pyproject.toml" "$CONSTRAINTS" | sha256sum | cut -c1-16)
 if [[ ${1:-} != --refreeze && -f $STAMP && $(cat "$STAMP") == "$want" && -x $VENV/bin/clusterforge ]]; then
   echo "venv $VENV is up to date"; exit 0

@@ -34,14 +34,18 @@
 #   npu-smi-health-<N>.txt            npu-smi info -t health -i N   (each NPU)
 #   hccn-<N>-ip.txt, hccn-<N>-link.txt, hccn-<N>-net_health.txt
 #                                     hccn_tool -i N -ip|-link|-net_health -g
+#   chronyc-tracking.txt              chronyc -n tracking
+#   timedatectl-ntp.txt               timedatectl show -p NTP -p NTPSynchronized   (only when chronyc fails)
+#   df-P-k-root.txt                   df -P -k /
 #   proc-mounts.txt                   /proc/self/mounts
 #   proc-driver-nvidia-version.txt    /proc/driver/nvidia/version
+#   etc-os-release.txt                /etc/os-release
 #   sys/class/infiniband/...          the HCA sysfs attributes (files only)
 #   meta.json                         hostname, node_sku, captured_at, kernel, level
 # A command that failed or printed to stderr leaves <file>.err: first line `rc: N`
 # (127: the tool is not installed, 124: it timed out), then its stderr.
 #
-# CF_CAPTURE_ROOT (tests only) is prepended to /proc and /sys paths.
+# CF_CAPTURE_ROOT (tests only) is prepended to /proc, /sys and /etc paths.
 set -uo pipefail
 
 OUT=""
@@ -176,8 +180,13 @@ for device in $HCCN_DEVICES; do
   capture "hccn-$device-link.txt" "$TIMEOUT" hccn_tool -i "$device" -link -g
   capture "hccn-$device-net_health.txt" "$TIMEOUT" hccn_tool -i "$device" -net_health -g
 done
-# Node
+# Node: time sync (chrony, else systemd's view), free space on /, the OS release
+if ! capture chronyc-tracking.txt 10 chronyc -n tracking; then
+  capture timedatectl-ntp.txt 10 timedatectl show -p NTP -p NTPSynchronized
+fi
+capture df-P-k-root.txt 10 df -P -k /
 copy_file "$ROOT/proc/self/mounts" proc-mounts.txt
+copy_file "$ROOT/etc/os-release" etc-os-release.txt
 
 json_string() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 {

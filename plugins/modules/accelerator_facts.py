@@ -65,8 +65,8 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.cfcore.collect import LiveSource
-from ansible.module_utils.cfcore.facts import discover
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.collect import LiveSource
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.facts import discover
 
 
 def main() -> None:

@@ -12,12 +12,14 @@ description:
     npu-smi, hccn_tool, systemctl) and checks accelerator count and model, driver version
     against the BOM, PCIe links, NVLink, fabric manager, persistence mode, fatal Xids,
     ECC/retired pages/remapped rows, MIG, HCA ports and rates, NPU health, firmware
-    compatibility and NIC state, and required mounts.
+    compatibility and NIC state; and on every node (with accelerators or not) required
+    mounts, time synchronisation, free space on C(/) and the OS release.
   - Each check result has an C(id), a C(status) (pass, warn, fail, error, skip), a
     C(message), C(evidence) (the command and its decisive lines) and a C(remedy).
     C(error) means the check could not run and is never counted as a pass.
   - An unhealthy node is a result, not a module failure; the module fails only on
-    malformed parameters. It only reads, so check mode runs it fully.
+    malformed parameters. It only reads, so check mode runs every check except the
+    active stress test of C(level=full) (C(dcgmi diag -r 2)), which it reports as skipped.
 options:
   node_sku:
     description: The node's SKU name (a key of the SKU catalog).
@@ -55,6 +57,15 @@ options:
     type: list
     elements: str
     default: []
+  os_release:
+    description:
+      - The planned OS, ID and VERSION_ID of C(/etc/os-release) (e.g. C(debian 12)).
+      - Unset, C(node.os_release) is skipped.
+    type: str
+  root_min_free_gib:
+    description: Free space on C(/) below which C(node.root_fs) fails (below twice this it warns).
+    type: float
+    default: 10.0
   capture_dir:
     description:
       - Validate a directory written by C(tools/cf-capture.sh) instead of running the tools.
@@ -63,6 +74,7 @@ options:
 attributes:
   check_mode:
     support: full
+    details: At level full, C(dcgmi diag -r 2) does not run in check mode (C(gpu.dcgm_diag) is skipped).
   diff_mode:
     support: none
 author:
@@ -73,7 +85,7 @@ EXAMPLES = r"""
 - name: Quick validation of a GPU node
   node_validate:
     node_sku: "{{ node_sku }}"
-    sku: "{{ node_sku_spec }}"  # the SKU's entry of the catalog (cli/clusterforge/data/skus.yml)
+    sku: "{{ node_sku_spec }}"  # the SKU's entry of the catalog (plugins/module_utils/cfcore/data/skus.yml)
     bom:
       nvidia_driver_version: "{{ nvidia_driver_version }}"
       cuda_version: "{{ cuda_version }}"
@@ -131,9 +143,12 @@ node_result:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.cfcore.collect import CaptureSource, LiveSource
-from ansible.module_utils.cfcore.expected import InvalidExpectation
-from ansible.module_utils.cfcore.validate import validate_node
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.collect import (
+    CaptureSource,
+    LiveSource,
+)
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.expected import InvalidExpectation
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.validate import validate_node
 
 ARGUMENT_SPEC = {
     "node_sku": {"type": "str", "required": True},
@@ -145,7 +160,20 @@ ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/"},
     "skip_checks": {"type": "list", "elements": "str", "default": []},
     "capture_dir": {"type": "path"},
+    "os_release": {"type": "str"},
+    "root_min_free_gib": {"type": "float", "default": 10.0},
 }
+EXPECTED_KEYS = (
+    "node_sku",
+    "sku",
+    "bom",
+    "required_mounts",
+    "hccn_devices",
+    "sysfs_root",
+    "skip_checks",
+    "os_release",
+    "root_min_free_gib",
+)
 
 
 def main() -> None:
@@ -160,12 +188,9 @@ def main() -> None:
         # cfcore runs the tools itself rather than through module.run_command: run_command
         # has no timeout, and one hung nvidia-smi must not hang a play over the whole fleet.
         source = LiveSource()
-    expected = {
-        key: params[key]
-        for key in ("node_sku", "sku", "bom", "required_mounts", "hccn_devices", "sysfs_root", "skip_checks")
-    }
+    expected = {key: params[key] for key in EXPECTED_KEYS}
     try:
-        node_result = validate_node(source, expected, params["level"])
+        node_result = validate_node(source, expected, params["level"], check_mode=module.check_mode)
     except InvalidExpectation as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, status=node_result["status"], node_result=node_result)

@@ -316,8 +316,8 @@ def replay_environment(tmp: Path, profile: str) -> tuple[dict[str, str], Path]:
 def node_validation_times(profile: str, sku: str, repeats: int) -> dict:
     """Quick validations of one replayed node: wall times, tool-run figures, and ClusterForge's own share."""
     from cfcore.collect import LiveSource
+    from cfcore.expected import build_expected
     from cfcore.validate import validate_node
-    from clusterforge.validation.expected import build_expected
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -13,7 +13,8 @@ import json
 import sys
 
 import click
-from cfcore.parsers import HCCN_KINDS, KINDS, ParseError, parse, strip_source_header
+from cfcore.files import UnsafeFile, read_text
+from cfcore.parsers import HCCN_KINDS, KINDS, ParseError, max_bytes, parse, strip_source_header, too_large
 from rich.console import Console
 from rich.table import Table
 
@@ -41,7 +42,7 @@ def kinds() -> None:
 
 @facts.command("parse")
 @click.argument("kind", type=click.Choice(list(KINDS)), metavar="KIND")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True), metavar="FILE")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE")
 @click.option("--json", "as_json", is_flag=True, help="Print the parsed facts as JSON.")
 @click.option("--device", type=int, help="NPU device id the hccn_tool output belongs to (hccn-* kinds).")
 @click.option(
@@ -58,7 +59,7 @@ def parse_command(kind: str, file: str, as_json: bool, device: int | None, field
         raise InvalidInput(f"--device applies to {', '.join(HCCN_KINDS)} only, not {kind}")
     if fields and kind != "nvidia-smi-csv":
         raise InvalidInput(f"--fields applies to nvidia-smi-csv only, not {kind}")
-    text = strip_source_header(_read(file))
+    text = strip_source_header(_read(file, max_bytes(kind)))
     try:
         result = KINDS[kind].parser(text, fields=fields) if fields else parse(kind, text, device=device)
     except ParseError as err:
@@ -75,14 +76,20 @@ def _name(file: str) -> str:
     return "<stdin>" if file == "-" else file
 
 
-def _read(file: str) -> str:
+def _read(file: str, limit: int) -> str:
+    """FILE's text, at most `limit` bytes (KIND's input limit); a FIFO or a device is refused, never read."""
+    fix = "pass the captured output as a regular file (or `-` for stdin)"
     if file == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise InvalidInput(f"<stdin>: {too_large(limit)}", fix)
+        return data.decode("utf-8", errors="replace")
+    if not file.strip():
+        raise InvalidInput("FILE is empty: pass the path of a captured output", fix)
     try:
-        with open(file, "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError as err:
-        raise InvalidInput(f"{file}: cannot read: {err.strerror}", "check the path and permissions") from None
+        return read_text(file, limit)
+    except UnsafeFile as err:
+        raise InvalidInput(str(err), fix) from None
 
 
 def _show(value) -> str:

@@ -30,11 +30,21 @@ def inventory() -> None:
     show_default=True,
     help="text: one `location: problem (fix)` line each; json: a list of problem objects.",
 )
-def check(sources: tuple[str, ...], output_format: str) -> None:
+@click.option(
+    "--allow-scripts",
+    is_flag=True,
+    help="Run executable inventory files (Ansible's script plugin) to list their hosts. Off by default: "
+    "checking an inventory runs nothing from it.",
+)
+def check(sources: tuple[str, ...], output_format: str, allow_scripts: bool) -> None:
     """Check an inventory: syntax, SKUs, required variables, addresses, BOM and NPU NIC plans.
 
-    Loads the inventory through Ansible (INI, YAML, directories and inventory
-    plugins all work) and reports every problem at once.
+    Loads the inventory through Ansible (INI, YAML, directories, host lists
+    such as 'a,b,' and inventory plugins all work) and reports every problem
+    at once. Nothing from the inventory runs: lookups and templates with side
+    effects are not evaluated (reported as checked at run time), executable
+    inventory files only with --allow-scripts. Vaulted values are decrypted
+    with ANSIBLE_VAULT_PASSWORD_FILE, else reported as encrypted, not checked.
 
     \b
     Exit codes: 0 valid (warnings allowed), 2 invalid, 1 internal error.
@@ -42,7 +52,7 @@ def check(sources: tuple[str, ...], output_format: str) -> None:
     from clusterforge.inventory_check import check_inventory  # imported late: loads Ansible
     from clusterforge.inventory_check.render import render_json, render_text
 
-    report = check_inventory(list(sources))
+    report = check_inventory(list(sources), allow_scripts=allow_scripts)
     click.echo(render_json(report) if output_format == "json" else render_text(report))
     if not report.valid:
         count = len(report.errors)
@@ -81,8 +91,18 @@ def _site_overrides(sources: list[str]) -> dict | None:
     """The inventory's clusterforge_sku_catalog, as the hosts see it (it is site-wide)."""
     from clusterforge.catalog import OVERRIDE_VARIABLE
     from clusterforge.inventory_check.ansible_load import load_inventory
+    from clusterforge.inventory_check.context import UNRESOLVED, HostView
+    from clusterforge.inventory_check.problems import ERROR
 
     loaded = load_inventory(sources)
+    blocking = [
+        p for p in loaded.problems if p.severity == ERROR and p.rule.startswith(("file.", "inventory."))
+    ]
+    if blocking:
+        raise InvalidInput(
+            f"{blocking[0].location}: {blocking[0].message}",
+            f"{blocking[0].fix}; `clusterforge inventory check -i PATH` lists every problem",
+        )
     if not loaded.hosts:
         raise InvalidInput(
             f"no hosts loaded from {', '.join(sources)}",
@@ -90,7 +110,12 @@ def _site_overrides(sources: list[str]) -> dict | None:
         )
     for entry in loaded.hosts.values():
         if OVERRIDE_VARIABLE in entry.vars:
-            return entry.vars[OVERRIDE_VARIABLE]
+            view = HostView(entry, loaded.loader, vault=loaded.vault)
+            value = view.value(OVERRIDE_VARIABLE)
+            if value is UNRESOLVED:
+                problem = view.unresolved[OVERRIDE_VARIABLE]
+                raise InvalidInput(f"{problem.location}: {problem.message}", problem.fix)
+            return value
     return None
 
 

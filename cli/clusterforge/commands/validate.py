@@ -18,9 +18,30 @@ from clusterforge.validation.workflow import (
 )
 
 
+def _path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Path | None:
+    """The option's path; an empty one is refused, since Path("") would silently be the current folder."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("must not be empty: pass a path (./ for the current folder)")
+    return Path(value)
+
+
+def _name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A name option (--sku, --host): an empty one would silently fall back to the capture's."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty")
+    return value
+
+
 @click.command()
 @click.option(
-    "-i", "--inventory", "inventory", type=click.Path(path_type=Path), help="Inventory file or directory."
+    "-i",
+    "--inventory",
+    "inventory",
+    type=click.Path(),
+    callback=_path,
+    help="Inventory file or directory.",
 )
 @click.option("-l", "--limit", help="Validate only these hosts (an Ansible host pattern).")
 @click.option(
@@ -41,7 +62,8 @@ from clusterforge.validation.workflow import (
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=click.Path(file_okay=False),
+    callback=_path,
     help="Report folder [default: reports/validate-<UTC time>/].",
 )
 @click.option(
@@ -68,19 +90,30 @@ from clusterforge.validation.workflow import (
 @click.option(
     "--from-capture",
     "capture_dir",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
+    callback=_path,
     help="Validate one node from a folder of captured tool outputs; runs nothing on nodes.",
 )
 @click.option(
-    "--sku", help="With --from-capture: the node's SKU (else -i/--host or the capture's meta.json)."
+    "--sku",
+    callback=_name,
+    help="With --from-capture: the node's SKU (else -i/--host or the capture's meta.json).",
 )
 @click.option(
     "--bom",
     "bom_file",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(dir_okay=False),
+    callback=_path,
     help="With --from-capture: YAML/JSON file of BOM variables (e.g. group_vars/all/versions.yml).",
 )
-@click.option("--host", help="With --from-capture and -i: the inventory host the capture comes from.")
+@click.option(
+    "--host", callback=_name, help="With --from-capture and -i: the inventory host the capture comes from."
+)
+@click.option(
+    "--allow-scripts",
+    is_flag=True,
+    help="Run executable files of the inventory (Ansible's script inventories); off: they are refused.",
+)
 def validate(
     inventory: Path | None,
     limit: str | None,
@@ -96,6 +129,7 @@ def validate(
     sku: str | None,
     bom_file: Path | None,
     host: str | None,
+    allow_scripts: bool,
 ) -> None:
     """Validate nodes against their SKU and the version BOM; write reports.
 
@@ -105,31 +139,41 @@ def validate(
     clusterforge validate --from-capture DIR [--sku NAME] [--bom FILE] [-i INV --host HOST]
 
     Writes report.json, junit.xml, report.html and clusterforge.prom (Prometheus
-    textfile) into --out. Exit 0 when every node passes (warnings allowed),
-    3 when any node fails or could not be validated, 2 on bad input.
+    textfile) into --out, which must be writable before anything runs. Exit 0
+    when every node passes (warnings allowed), 3 when any node fails or could
+    not be validated, 2 on bad input. Should writing the reports fail after
+    validating, the error is printed and the exit code stays 0 or 3.
     """
+    if (quarantine_on_error or quarantine_dry_run) and not quarantine:
+        raise InvalidInput(
+            "--quarantine-on-error and --quarantine-dry-run only apply with --quarantine",
+            "add --quarantine",
+        )
+    _check_ids_known(skip_checks)
     output = Output(
         out_dir=out_dir or default_out_dir(),
         fmt=fmt,
         stdout=Console(),
         stderr=Console(stderr=True),
     )
-    if (quarantine_on_error or quarantine_dry_run) and not quarantine:
-        raise InvalidInput(
-            "--quarantine-on-error and --quarantine-dry-run only apply with --quarantine",
-            "add --quarantine",
-        )
     if capture_dir is not None:
-        if quarantine or limit or forks:
+        if quarantine or limit is not None or forks:
             raise InvalidInput(
                 "--from-capture validates one captured node: --quarantine, --limit and --forks do not apply",
                 "drop those options",
             )
         validate_capture(
-            capture_dir, level, output, sku=sku, bom_file=bom_file, inventory_path=inventory, host=host
+            capture_dir,
+            level,
+            output,
+            sku=sku,
+            bom_file=bom_file,
+            inventory_path=inventory,
+            host=host,
+            skip_checks=list(skip_checks),
+            allow_scripts=allow_scripts,
         )
         return
-    _check_ids_known(skip_checks)
     if inventory is None:
         raise InvalidInput("no inventory", "pass -i INVENTORY (or --from-capture DIR for one captured node)")
     if sku or bom_file or host:
@@ -144,6 +188,7 @@ def validate(
         forks=forks,
         skip_checks=list(skip_checks),
         quarantine=QuarantineOptions(quarantine, quarantine_on_error, quarantine_dry_run),
+        allow_scripts=allow_scripts,
     )
 
 
@@ -154,5 +199,5 @@ def _check_ids_known(check_ids: tuple[str, ...]) -> None:
     if unknown:
         raise InvalidInput(
             f"--skip-check: unknown check id(s) {', '.join(unknown)}",
-            f"use ids of: {', '.join(CHECK_IDS)}",
+            f"use one of the known ids: {', '.join(CHECK_IDS)}",
         )

@@ -1,11 +1,13 @@
 """`clusterforge inventory check`: load an inventory through Ansible and report every problem at once.
 
-    report = check_inventory(["inventories/example"])
+    report = check_inventory(["inventories/example"], allow_scripts=False)
     report.valid, report.errors, report.warnings
 
 The checks, each in its own module:
+  sources     unsafe files (FIFOs, devices, huge files) and inventory scripts, before Ansible opens them
   files       YAML syntax, duplicate keys, group_vars/host_vars matching nothing
-  hosts       required variables (requirements.py), host names, management addresses, racks
+  hosts       required variables (requirements.py), host names, management addresses and ports,
+              racks, hosts defined twice with different values
   skus        node_sku known to the catalog and matching the accelerator group
   bom         version formats and compatibility rules (data/bom_rules.yml)
   hccn        the Ascend NPU NIC plan and its subnet rule
@@ -15,12 +17,9 @@ The checks, each in its own module:
 
 from __future__ import annotations
 
-import os
-
-from clusterforge.errors import InvalidInput
 from clusterforge.inventory_check import files as file_checks
 from clusterforge.inventory_check.addresses import check_addresses
-from clusterforge.inventory_check.ansible_load import load_inventory, use_project_ansible_cfg
+from clusterforge.inventory_check.ansible_load import load_inventory
 from clusterforge.inventory_check.bom import check_bom
 from clusterforge.inventory_check.context import Context, HostView
 from clusterforge.inventory_check.groups import check_groups
@@ -37,20 +36,21 @@ __all__ = ["ERROR", "WARNING", "Problem", "Report", "check_inventory"]
 _BLOCKING_FILE_RULES = ("yaml.syntax", "vars.not_mapping", "file.unreadable")
 
 
-def check_inventory(sources: list[str]) -> Report:
-    """Every problem of the inventory made of `sources` (files, directories, plugin configs)."""
-    missing = [s for s in sources if "," not in s and not os.path.exists(s)]
-    if missing:
-        raise InvalidInput(
-            f"inventory source not found: {', '.join(missing)}",
-            "pass an inventory file or directory with -i, e.g. -i inventories/example",
-        )
-    use_project_ansible_cfg()
-    loaded = load_inventory(sources)
-    report = Report(sources=loaded.sources, host_count=len(loaded.hosts), group_count=len(loaded.groups))
+def check_inventory(sources: list[str], allow_scripts: bool = False) -> Report:
+    """Every problem of the inventory made of `sources` (files, directories, plugin configs, host lists).
 
-    vars_files = file_checks.vars_files(loaded.sources)
-    inventory_problems = file_checks.check_inventory_yaml(file_checks.inventory_files(loaded.sources))
+    Nothing from the inventory runs: no lookups, no side-effect filters, and
+    executable inventory files only with allow_scripts (`--allow-scripts`).
+    """
+    loaded = load_inventory(sources, allow_scripts=allow_scripts)
+    report = Report(sources=loaded.sources, host_count=len(loaded.hosts), group_count=len(loaded.groups))
+    if loaded.unsafe:  # files that must not be opened: nothing else was read
+        report.extend(loaded.problems)
+        report.finalize()
+        return report
+
+    vars_files = file_checks.vars_files(loaded.paths)
+    inventory_problems = file_checks.check_inventory_yaml(file_checks.inventory_files(loaded.paths))
     file_problems = list(inventory_problems)
     for vars_file in vars_files:
         file_problems += file_checks.check_vars_file(vars_file)
@@ -81,7 +81,8 @@ def check_inventory(sources: list[str]) -> Report:
     views = []
     for entry in loaded.hosts.values():
         if entry.vars_error is None:
-            views.append(HostView(entry, loaded.loader, host_vars_keys.get(entry.name, set()), templates))
+            keys = host_vars_keys.get(entry.name, set())
+            views.append(HostView(entry, loaded.loader, keys, templates, loaded.vault))
         elif not files_broken:  # a broken file is reported once, with its line, by the file checks
             report.add(entry.vars_error)
 

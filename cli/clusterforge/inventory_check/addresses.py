@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterforge.inventory_check.context import UNRESOLVED, Context, HostView
+from clusterforge.inventory_check.hosts import valid_port
 from clusterforge.inventory_check.problems import Problem
 
 _ADDRESS_SUFFIXES = ("_address", "_vip", "_gateway")
@@ -49,7 +50,7 @@ def check_addresses(ctx: Context, npu_uses: list[AddressUse]) -> list[Problem]:
         host_ip = view.value("ansible_host")
         if isinstance(host_ip, str) and _is_ipv4(host_ip):
             port = view.value("ansible_port", view.value("ansible_ssh_port", 22))
-            uses.append(AddressUse(host_ip, view, "ansible_host", view.raw("ansible_host"), _port(port)))
+            uses.append(AddressUse(host_ip, view, "ansible_host", view.raw("ansible_host"), valid_port(port)))
     problems += duplicate_addresses(uses)
     return problems
 
@@ -145,7 +146,9 @@ def _clash(one: AddressUse, other: AddressUse) -> bool:
         # One host may reuse an address across roles (a single-NIC node) but not across NPU NICs.
         return one.variable.startswith("hccn_devices") and other.variable.startswith("hccn_devices")
     if one.variable == other.variable == "ansible_host":
-        return one.port == other.port
+        # Distinct valid ports: one address forwarding to several nodes (the lab). An invalid or
+        # templated port hides nothing: the hosts may well be the same node.
+        return one.port is None or other.port is None or one.port == other.port
     return True
 
 
@@ -163,13 +166,6 @@ def _as_network(value: Any) -> ipaddress.IPv4Network | None:
     try:
         return ipaddress.IPv4Network(value, strict=True)
     except ValueError:
-        return None
-
-
-def _port(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
         return None
 
 

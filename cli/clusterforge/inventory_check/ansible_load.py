@@ -9,17 +9,23 @@ run reports everything.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterforge.errors import EnvironmentNotReady
+from cfcore.files import UnsafeFile, read_text
+
+from clusterforge.ansible_env import use_project_config
+from clusterforge.errors import InvalidInput
+from clusterforge.inventory_check import sources as inventory_sources
 from clusterforge.inventory_check.origin import origin_of
 from clusterforge.inventory_check.problems import WARNING, Problem
-from clusterforge.paths import project_root
+from clusterforge.inventory_check.templating import refused_lookups
+from clusterforge.inventory_check.values import Vault, ciphertext_of, too_large
 
 PARSE_FIX = "correct the file so that `ansible-inventory -i {path} --graph` parses it"
 
@@ -42,38 +48,60 @@ class HostEntry:
     vars_error: Problem | None = None
 
 
+@dataclass(frozen=True)
+class Redefinition:
+    """One variable of a host set twice by the inventory sources, with different values."""
+
+    host: str
+    variable: str
+    first: Any
+    second: Any  # the one Ansible keeps
+
+
 @dataclass
 class LoadedInventory:
-    sources: list[str]
-    hosts: dict[str, HostEntry] = field(default_factory=dict)
+    sources: list[str]  # as given to Ansible: absolute paths, host lists unchanged
+    hosts: dict[str, HostEntry] = field(default_factory=dict)  # in inventory order
     groups: dict[str, frozenset[str]] = field(default_factory=dict)  # group -> host names (descendants too)
     group_origins: dict[str, tuple[str | None, int | None]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    redefinitions: list[Redefinition] = field(default_factory=list)
     loader: Any = None  # Ansible's DataLoader, for templating
+    manager: Any = None  # Ansible's InventoryManager: host patterns (--limit, plays' hosts:)
+    vault: Vault = field(default_factory=Vault)
+    paths: list[str] = field(default_factory=list)  # the path sources (not host lists)
+    unsafe: bool = False  # a source file was refused: nothing was loaded
 
 
-def use_project_ansible_cfg() -> None:
-    """Make Ansible read the checkout's ansible.cfg (plugins, inventory settings) unless told otherwise.
+def load_inventory(sources: list[str], allow_scripts: bool = False) -> LoadedInventory:
+    """Load through Ansible's inventory API, running nothing from the inventory.
 
-    Must run before ansible.constants is first imported to take effect. Without
-    a checkout (an installed CLI) Ansible's defaults apply: the inventory
-    strictness this check needs it applies itself (_every_source_parsed).
+    Sources are checked first (sources.py): unsafe files stop the load,
+    executable files run only with allow_scripts. Lookups are refused
+    throughout (templating.refused_lookups). InvalidInput when a source path
+    is missing or the vault password setting is broken.
     """
-    with suppress(EnvironmentNotReady):
-        os.environ.setdefault("ANSIBLE_CONFIG", str(project_root() / "ansible.cfg"))
-
-
-def load_inventory(sources: list[str]) -> LoadedInventory:
-    use_project_ansible_cfg()
+    use_project_config()
+    prepared = inventory_sources.prepare(sources, allow_scripts)
+    result = LoadedInventory(sources=prepared.sources, paths=prepared.paths, unsafe=prepared.unsafe)
+    result.problems += prepared.problems
+    if prepared.unsafe:
+        return result
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
 
-    result = LoadedInventory(sources=[os.path.abspath(s) for s in sources])
-    with _captured_display() as events, _every_source_parsed():
+    skipped = set() if allow_scripts else set(prepared.scripts)
+    with (
+        _captured_display() as events,
+        _every_source_parsed(),
+        _scripts_allowed(allow_scripts),
+        refused_lookups(),
+        _recorded_host_variables() as assignments,
+    ):
         loader = DataLoader()
-        _vault_secrets(loader)
+        result.vault = Vault(_vault_secrets(loader))
         try:
             inventory = InventoryManager(loader=loader, sources=result.sources)
         except AnsibleError as err:  # e.g. an inventory plugin that fails outright
@@ -87,37 +115,121 @@ def load_inventory(sources: list[str]) -> LoadedInventory:
                     line=line,
                 )
             )
-            result.problems += _display_problems(events)
+            result.problems += _display_problems(events, skipped)
             return result
         variables = VariableManager(loader=loader, inventory=inventory)
-        result.loader = loader
+        result.loader, result.manager = loader, inventory
         for group in inventory.groups.values():
             result.groups[group.name] = frozenset(h.name for h in group.get_hosts())
             result.group_origins[group.name] = origin_of(group.name)
         for host in inventory.get_hosts():
             result.hosts[host.name] = _host_entry(host, variables)
-    result.problems += _display_problems(events)
+    result.problems += _display_problems(events, skipped)
+    result.redefinitions = _redefinitions(assignments)
     return result
 
 
-def _vault_secrets(loader: Any) -> None:
-    """Decrypt vaulted files with the vault password configured as usual (ANSIBLE_VAULT_PASSWORD_FILE)."""
+def _vault_secrets(loader: Any) -> list:
+    """The vault secrets configured as usual (ANSIBLE_VAULT_PASSWORD_FILE, vault identities).
+
+    They decrypt vaulted files and inline `!vault` values. A password file that
+    does not exist or cannot be used is bad input (exit 2), not a crash.
+    """
+    from ansible import constants
+    from ansible.errors import AnsibleError
+    from ansible.parsing.vault import VaultSecretsContext, get_file_vault_secret
+
+    sources = (
+        [("default", constants.DEFAULT_VAULT_PASSWORD_FILE)] if constants.DEFAULT_VAULT_PASSWORD_FILE else []
+    )
+    for identity in constants.DEFAULT_VAULT_IDENTITY_LIST or []:
+        vault_id, _, path = str(identity).rpartition("@")
+        sources.append((vault_id or "default", path))
+    secrets: list = []
+    for vault_id, path in sources:
+        setting = (
+            f"ANSIBLE_VAULT_PASSWORD_FILE={path}"
+            if vault_id == "default"
+            else f"vault identity {vault_id}@{path}"
+        )
+        try:
+            if path == "prompt":
+                raise AnsibleError("prompting for a vault password is not supported here")
+            secret = get_file_vault_secret(filename=path, vault_id=vault_id, loader=loader)
+            secret.load()
+        except AnsibleError as err:
+            raise InvalidInput(
+                f"the vault password setting cannot be used ({setting}): {_message(err)}",
+                "point ANSIBLE_VAULT_PASSWORD_FILE at the file holding the vault password, or unset it "
+                "when the inventory has no vaulted values",
+            ) from None
+        secrets.append((vault_id, secret))
+    loader.set_vault_secrets(secrets)
+    # Templating decrypts vaulted values through this process-wide context (set once, updated per load).
+    context = VaultSecretsContext.current(optional=True)
+    if context is None:
+        VaultSecretsContext.initialize(VaultSecretsContext(secrets))
+    else:
+        context.secrets = secrets
+    return secrets
+
+
+@contextmanager
+def _scripts_allowed(allowed: bool) -> Iterator[None]:
+    """Without `allowed`, Ansible's script inventory plugin is switched off: no inventory file runs."""
     from ansible import constants
 
-    password_file = constants.DEFAULT_VAULT_PASSWORD_FILE
-    identities = list(constants.DEFAULT_VAULT_IDENTITY_LIST or [])
-    if not password_file and not identities:
-        return
-    from ansible.cli import CLI
+    saved = list(constants.INVENTORY_ENABLED)
+    if not allowed:
+        constants.INVENTORY_ENABLED = [p for p in saved if p not in _SCRIPT_PLUGINS]
+    try:
+        yield
+    finally:
+        constants.INVENTORY_ENABLED = saved
 
-    secrets = CLI.setup_vault_secrets(
-        loader,
-        vault_ids=identities,
-        vault_password_files=[password_file] if password_file else [],
-        ask_vault_pass=False,
-        auto_prompt=False,
-    )
-    loader.set_vault_secrets(secrets)
+
+_SCRIPT_PLUGINS = ("script", "ansible.builtin.script")
+
+
+@contextmanager
+def _recorded_host_variables() -> Iterator[dict[tuple[str, str], list[Any]]]:
+    """Every value the inventory sources set on a host variable, in order (Ansible keeps only the last)."""
+    from ansible.inventory.data import InventoryData
+
+    assignments: dict[tuple[str, str], list[Any]] = {}
+    original = InventoryData.set_variable
+
+    def recording(self: Any, entity: str, varname: str, value: Any) -> None:
+        original(self, entity, varname, value)
+        if entity in self.hosts:
+            assignments.setdefault((entity, varname), []).append(value)
+
+    InventoryData.set_variable = recording
+    try:
+        yield assignments
+    finally:
+        InventoryData.set_variable = original
+
+
+def _redefinitions(assignments: dict[tuple[str, str], list[Any]]) -> list[Redefinition]:
+    found = []
+    for (host, variable), values in assignments.items():
+        for earlier, later in itertools.pairwise(values):
+            if not _same_value(earlier, later):
+                found.append(Redefinition(host, variable, earlier, later))
+    return found
+
+
+def _same_value(one: Any, other: Any) -> bool:
+    if too_large(one) or too_large(other):
+        return one is other  # never compared element by element (an alias bomb would take forever)
+    secret_one, secret_other = ciphertext_of(one), ciphertext_of(other)
+    if secret_one is not None or secret_other is not None:
+        return secret_one == secret_other
+    try:
+        return bool(one == other)
+    except Exception:  # a comparison that needs a secret we lack (a vaulted value inside a list)
+        return False
 
 
 def _host_entry(host: Any, variables: Any) -> HostEntry:
@@ -130,7 +242,7 @@ def _host_entry(host: Any, variables: Any) -> HostEntry:
         groups=groups,
         vars={},
         own_vars=frozenset(host.vars),
-        file=file or host.vars.get("inventory_file"),
+        file=file or _source_file(host.vars.get("inventory_file")),
         line=line,
     )
     try:
@@ -150,6 +262,11 @@ def _host_entry(host: Any, variables: Any) -> HostEntry:
             host=host.name,
         )
     return entry
+
+
+def _source_file(source: Any) -> str | None:
+    """The inventory file a host came from; None for a host list ('a,b,'), which is no file."""
+    return str(source) if isinstance(source, str) and os.path.isfile(source) else None
 
 
 @contextmanager
@@ -196,7 +313,7 @@ def _captured_display() -> Iterator[list[tuple[str, Any, Any]]]:
         display.warning, display.error_as_warning = saved
 
 
-def _display_problems(events: list[tuple[str, Any, Any]]) -> list[Problem]:
+def _display_problems(events: list[tuple[str, Any, Any]], skipped: set[str] = frozenset()) -> list[Problem]:
     """Turn captured Ansible output into problems: one per unparsable source, warnings as warnings."""
     problems: list[Problem] = []
     failures: list[tuple[str, BaseException]] = []
@@ -208,7 +325,8 @@ def _display_problems(events: list[tuple[str, Any, Any]]) -> list[Problem]:
         match = _UNABLE_TO_PARSE.match(text)
         if match:
             # A directory is unparsed when its files are: those are reported one by one.
-            if not os.path.isdir(match.group("source")):
+            # Scripts not run are reported once by sources.py.
+            if not os.path.isdir(match.group("source")) and match.group("source") not in skipped:
                 problems.append(_parse_failure(match.group("source"), failures))
             failures = []
         elif not text.startswith(_OWN_CHECKS):
@@ -287,10 +405,10 @@ def _line_of_offending_text(path: str, message: str) -> int | None:
         return None
     needle = match.group(1).strip()
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, start=1):
-                if needle in text:
-                    return number
-    except OSError:
+        lines = read_text(path, inventory_sources.MAX_FILE_BYTES).splitlines()
+    except UnsafeFile:
         return None
+    for number, text in enumerate(lines, start=1):
+        if needle in text:
+            return number
     return None

@@ -11,13 +11,14 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from clusterforge.inventory_check import versions
-from clusterforge.inventory_check.context import UNRESOLVED, Context, HostView, kind
+from cfcore import versions
+
+from clusterforge.inventory_check.context import UNRESOLVED, Context, HostView
 from clusterforge.inventory_check.problems import WARNING, Problem
 from clusterforge.inventory_check.rules import BomRules
 
-_NCCL_CUDA = re.compile(r"\+cuda(\d+)\.(\d+)$")
-_CATALOG_SOURCE = "ClusterForge SKU catalog (cli/clusterforge/data/skus.yml), per-SKU vendor notes"
+_NCCL_CUDA = re.compile(r"\+cuda([0-9]+)\.([0-9]+)\Z")
+_CATALOG_SOURCE = "ClusterForge SKU catalog (plugins/module_utils/cfcore/data/skus.yml), per-SKU vendor notes"
 
 
 def check_bom(ctx: Context) -> list[Problem]:
@@ -42,24 +43,14 @@ def _well_formed(view: HostView, rules: BomRules) -> tuple[dict[str, str], list[
         value = view.value(variable)
         if value is None or value is UNRESOLVED or value == "":
             continue
-        if not isinstance(value, str):
+        problem = versions.format_problem(variable, value)
+        if problem:
             problems.append(
                 view.problem(
                     "bom.format",
                     variable,
-                    f"{variable} must be a quoted string, got the {kind(value)} {value!r} "
-                    "(unquoted, 12.10 reads as the number 12.1)",
-                    f'quote it, e.g. {variable}: "{fmt.example}"',
-                    of_value=True,
-                )
-            )
-        elif not fmt.pattern.match(value):
-            problems.append(
-                view.problem(
-                    "bom.format",
-                    variable,
-                    f"{variable} {value!r} is not a version of the form {fmt.example!r}",
-                    f'write the full version as the vendor prints it, e.g. {variable}: "{fmt.example}"',
+                    problem,
+                    f'quote the version as the vendor prints it: {variable}: "{fmt.example}"',
                     of_value=True,
                 )
             )
@@ -76,13 +67,13 @@ def _nvidia(
         return []
     problems = []
     minimum = int(acc["min_driver"])
-    if versions.branch(driver) < minimum:
+    if versions.major(driver) < minimum:
         problems.append(
             _sourced(
                 view.problem(
                     "bom.sku_driver",
                     "nvidia_driver_version",
-                    f"driver {driver} (branch R{versions.branch(driver)}) is older than R{minimum}, "
+                    f"driver {driver} (branch R{versions.major(driver)}) is older than R{minimum}, "
                     f"the oldest branch that supports SKU {sku} ({acc['model']})",
                     f"use a driver of branch R{minimum} or newer for these hosts",
                 ),
@@ -116,7 +107,7 @@ def _kernel_modules(
                 rules.source("kernel_modules"),
             )
         ]
-    default_open = versions.branch(driver) >= int(spec["default_open_from_branch"])
+    default_open = versions.major(driver) >= int(spec["default_open_from_branch"])
     effective = chosen or ("open" if default_open else "proprietary")
     needed = acc["kernel_module_flavour"]
     if needed == "any" or effective == needed:
@@ -124,7 +115,7 @@ def _kernel_modules(
     how = (
         f"{variable} is {chosen!r}"
         if chosen
-        else f"{variable} is unset and R{versions.branch(driver)} installs "
+        else f"{variable} is unset and R{versions.major(driver)} installs "
     )
     how += "" if chosen else f"the {effective} modules by default"
     return [
@@ -146,7 +137,7 @@ def _cuda(
     if cuda is None:
         return []
     problems = []
-    major, minor = versions.cuda_major_minor(cuda)
+    major, minor = versions.major_minor(cuda)
     floor = rules.cuda_minimum_driver.get(major)
     if floor is None:
         problems.append(
@@ -155,11 +146,11 @@ def _cuda(
                 "cuda_version",
                 f"no driver compatibility data for CUDA {major}.x in the BOM rules",
                 "check the CUDA release notes, then add the major to cuda_minimum_driver in "
-                "cli/clusterforge/data/bom_rules.yml",
+                "plugins/module_utils/cfcore/data/bom_rules.yml",
                 severity=WARNING,
             )
         )
-    elif versions.dotted_key(driver) < versions.dotted_key(floor):
+    elif versions.version_key(driver) < versions.version_key(floor):
         problems.append(
             _sourced(
                 view.problem(
@@ -175,7 +166,7 @@ def _cuda(
     else:
         problems += _cuda_toolkit(view, rules, driver, cuda, (major, minor))
     model_floor = rules.cuda_minimum_for_model.get(str(acc.get("model", "")).lower())
-    if model_floor and versions.dotted_key(cuda) < versions.dotted_key(model_floor):
+    if model_floor and versions.version_key(cuda) < versions.version_key(model_floor):
         problems.append(
             _sourced(
                 view.problem(
@@ -200,7 +191,7 @@ def _cuda_toolkit(
     if not known:
         return []
     toolkit_driver = table[max(known)]
-    if versions.dotted_key(driver) >= versions.dotted_key(toolkit_driver):
+    if versions.version_key(driver) >= versions.version_key(toolkit_driver):
         return []
     return [
         _sourced(
@@ -246,7 +237,7 @@ def _nccl(view: HostView, rules: BomRules, bom: dict[str, str]) -> list[Problem]
     if not match or cuda is None:
         return []
     built_for = int(match.group(1))
-    major = versions.cuda_major_minor(cuda)[0]
+    major = versions.major_minor(cuda)[0]
     if built_for == major:
         return []
     return [
@@ -270,7 +261,7 @@ def _huawei(
         return []
     problems = []
     minimum = acc["min_driver"]
-    if versions.huawei_key(driver) < versions.huawei_key(minimum):
+    if versions.version_key(driver) < versions.version_key(minimum):
         problems.append(
             _sourced(
                 view.problem(
@@ -291,7 +282,7 @@ def _huawei(
 
 def _cann(view: HostView, rules: BomRules, driver: str, cann: str) -> list[Problem]:
     table = rules.cann_minimum_driver
-    key = versions.huawei_key(cann)[:4]
+    key = versions.version_key(versions.release_line(cann))
     older = [entry for entry in table if entry[0] <= key]
     if not older or key > table[-1][0]:
         newest = table[-1][1]
@@ -304,14 +295,14 @@ def _cann(view: HostView, rules: BomRules, driver: str, cann: str) -> list[Probl
                     f"no driver compatibility data for CANN {cann} ({where} the table, which ends at "
                     f"{newest})",
                     "look the CANN release up in Huawei's version matching table and add it to "
-                    "cann_minimum_driver in cli/clusterforge/data/bom_rules.yml",
+                    "cann_minimum_driver in plugins/module_utils/cfcore/data/bom_rules.yml",
                     severity=WARNING,
                 ),
                 rules.source("cann_minimum_driver"),
             )
         ]
     _key, base, needed = older[-1]
-    if versions.huawei_key(driver) >= versions.huawei_key(needed):
+    if versions.version_key(driver) >= versions.version_key(needed):
         return []
     return [
         _sourced(

@@ -15,11 +15,17 @@ from clusterforge.catalog import (
 )
 from clusterforge.inventory_check.ansible_load import HostEntry, LoadedInventory
 from clusterforge.inventory_check.origin import origin_of
-from clusterforge.inventory_check.problems import ERROR, Problem
+from clusterforge.inventory_check.problems import ERROR, WARNING, Problem
 from clusterforge.inventory_check.rules import BomRules
-from clusterforge.inventory_check.templating import TemplateCache, has_template
+from clusterforge.inventory_check.templating import (
+    TemplateCache,
+    has_template,
+    refused_lookups,
+    unsafe_reason,
+)
+from clusterforge.inventory_check.values import MAX_VALUES, Encrypted, Vault, ciphertext_of, too_large
 
-UNRESOLVED = object()  # a value whose template failed (the failure is reported once)
+UNRESOLVED = object()  # a value that cannot be checked here (HostView.unresolved says why)
 
 _NATIVE_TYPES = (bool, int, float, str, list, dict)
 
@@ -40,8 +46,10 @@ class HostView:
         loader: Any,
         host_vars_keys: set[str] | frozenset[str] = frozenset(),
         templates: TemplateCache | None = None,
+        vault: Vault | None = None,
     ):
         self.entry = entry
+        self._vault = vault or Vault()
         self._templates = templates or TemplateCache()
         # Variables set for this host alone (inventory entry or host_vars/), not inherited from groups.
         self.own_vars = frozenset(entry.own_vars) | frozenset(host_vars_keys)
@@ -51,20 +59,27 @@ class HostView:
         self._templar: Any = None
         self._values: dict[str, Any] = {}
         self.template_problems: list[Problem] = []
+        self.unresolved: dict[str, Problem] = {}  # variable -> why value() gave UNRESOLVED
 
     def raw(self, variable: str, default: Any = None) -> Any:
         return self.entry.vars.get(variable, default)
 
     def is_set(self, variable: str) -> bool:
         value = self.entry.vars.get(variable)
+        if ciphertext_of(value) is not None:
+            return True  # vaulted: set, whatever it decrypts to
         return value is not None and value != "" and value != [] and value != {}
 
     def value(self, variable: str, default: Any = None) -> Any:
-        """The templated value, `default` when unset, UNRESOLVED when templating failed."""
+        """The checkable value: vault-decrypted and templated; `default` when unset.
+
+        UNRESOLVED when it cannot be checked here; `unresolved[variable]` then
+        says why (too large, encrypted, templated unsafely, template broken).
+        """
         if variable not in self.entry.vars:
             return default
         if variable not in self._values:
-            self._values[variable] = self._template(variable, self.entry.vars[variable])
+            self._values[variable] = self._resolve(variable, self.entry.vars[variable])
         return self._values[variable]
 
     def where(self, variable: str | None = None, value: Any = None) -> tuple[str | None, int | None]:
@@ -105,31 +120,85 @@ class HostView:
             variable=variable,
         )
 
+    def _resolve(self, variable: str, raw: Any) -> Any:
+        if too_large(raw):
+            return self._unresolved(
+                variable,
+                "vars.too_large",
+                f"{variable} expands to more than {MAX_VALUES} values (YAML anchors and aliases repeated "
+                "inside each other?): not checked, and Ansible would choke on it too",
+                "write the value out plainly; aliases must not nest into a huge structure",
+                ERROR,
+            )
+        try:
+            value = self._vault.reveal(raw)
+        except Encrypted as err:
+            return self._unresolved(
+                variable,
+                "vars.encrypted",
+                f"{variable} is vault-encrypted and could not be decrypted ({err}): encrypted, not checked",
+                "set ANSIBLE_VAULT_PASSWORD_FILE to the vault password file to check it",
+                WARNING,
+            )
+        if not has_template(value):
+            return value
+        verdict = unsafe_reason(value, self.entry.vars, too_large)
+        if verdict.syntax_error:
+            return self._unresolved(
+                variable,
+                "vars.template",
+                f"cannot template the value: {verdict.syntax_error}",
+                "correct the Jinja syntax, or write the value literally",
+                ERROR,
+            )
+        if verdict.reason:
+            return self._unresolved(
+                variable,
+                "vars.templated",
+                f"{variable} is templated, checked at run time: the template {verdict.reason}, so it is not "
+                "resolved here",
+                "nothing to do if that is intended; write the value literally to have it checked now",
+                WARNING,
+            )
+        return self._template(variable, value)
+
+    def _unresolved(self, variable: str, rule: str, message: str, fix: str, severity: str) -> Any:
+        problem = self.problem(rule, variable, message, fix, severity=severity, of_value=True)
+        self.unresolved[variable] = problem
+        self.template_problems.append(problem)
+        return UNRESOLVED
+
     def _template(self, variable: str, raw: Any) -> Any:
-        if not has_template(raw):
-            return raw
         from ansible.errors import AnsibleError
 
         try:
             return self._templates.render(raw, self.entry.vars, self._render)
         except AnsibleError as err:
             message = str(getattr(err, "message", None) or err).strip().splitlines()[0]
-            self.template_problems.append(
-                self.problem(
-                    "vars.template",
+            if "vault" in message.lower() or "decrypt" in message.lower():
+                return self._unresolved(
                     variable,
-                    f"cannot template the value: {message}",
-                    "define the variables the template uses, or write the value literally",
+                    "vars.encrypted",
+                    f"{variable} reads a vault-encrypted value that could not be decrypted: encrypted, "
+                    "not checked",
+                    "set ANSIBLE_VAULT_PASSWORD_FILE to the vault password file to check it",
+                    WARNING,
                 )
+            return self._unresolved(
+                variable,
+                "vars.template",
+                f"cannot template the value: {message}",
+                "define the variables the template uses, or write the value literally",
+                ERROR,
             )
-            return UNRESOLVED
 
     def _render(self, raw: Any) -> Any:
         from ansible.template import Templar
 
         if self._templar is None:
             self._templar = Templar(loader=self._loader, variables=self.entry.vars)
-        return self._templar.template(raw)
+        with refused_lookups():  # the allowlist above decided; this makes sure
+            return self._templar.template(raw)
 
 
 @dataclass
@@ -139,9 +208,18 @@ class Context:
     rules: BomRules
     _catalogs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     catalog_problems: list[Problem] = field(default_factory=list)
+    _patterns: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def group(self, name: str) -> frozenset[str]:
         return self.inventory.groups.get(name, frozenset())
+
+    def hosts_matching(self, pattern: str) -> frozenset[str]:
+        """Hosts of an Ansible host pattern (a play's `hosts:`), resolved by Ansible."""
+        if pattern not in self._patterns:
+            manager = self.inventory.manager
+            hosts = manager.get_hosts(pattern) if manager is not None else []
+            self._patterns[pattern] = frozenset(h.name for h in hosts)
+        return self._patterns[pattern]
 
     def catalog(self, view: HostView) -> dict[str, Any] | None:
         """The SKU catalog with this host's overrides; None when the overrides are invalid (reported once)."""

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from cfcore.files import UnsafeFile, read_text
 
 from clusterforge.inventory_check.problems import ERROR, WARNING, Problem
 
 VARS_EXTENSIONS = (".yml", ".yaml", ".json")
+MAX_FILE_BYTES = 16 * 1024 * 1024  # per inventory file: bigger is a mistake or an attack
 _YAML_EXTENSIONS = (".yml", ".yaml")
 _VAULT_HEADER = "$ANSIBLE_VAULT"
 
@@ -84,9 +86,8 @@ _CheckingLoader.add_multi_constructor("!", _ansible_tag)
 def scan_yaml(path: str) -> tuple[Any, list[Problem]]:
     """Parse one YAML file: (data, problems). Vault-encrypted files are not read (data None)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_text(path, MAX_FILE_BYTES, errors="strict")
+    except (UnsafeFile, UnicodeDecodeError) as err:
         return None, [
             Problem(
                 rule="file.unreadable",
@@ -122,17 +123,26 @@ def scan_yaml(path: str) -> tuple[Any, list[Problem]]:
 
 
 def inventory_files(sources: list[str]) -> list[str]:
-    """The files Ansible reads as inventory sources (directories walked the way Ansible walks them)."""
-    from ansible.inventory.manager import IGNORED  # imported late: needs ANSIBLE_CONFIG set first
+    """The files Ansible opens as inventory sources (directories walked the way Ansible walks them).
+
+    Every entry that is not a directory counts, FIFOs and devices too: Ansible
+    hands them to its plugins, which open them (sources.py refuses them first).
+    """
+    from ansible.inventory.manager import IGNORED  # imported late: after use_project_config()
 
     found: list[str] = []
+    walked: set[str] = set()
 
     def walk(path: str) -> None:
         if os.path.isdir(path):
+            real = os.path.realpath(path)
+            if real in walked:  # a link back up the tree: Ansible would loop, we stop
+                return
+            walked.add(real)
             for name in sorted(os.listdir(path)):
                 if not IGNORED.search(name.encode()):
                     walk(os.path.join(path, name))
-        elif os.path.isfile(path):
+        elif os.path.lexists(path):
             found.append(path)
 
     for source in sources:
@@ -183,7 +193,7 @@ def _files_below(folder: str) -> list[str]:
     return files
 
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_vars_file(vars_file: VarsFile) -> list[Problem]:
@@ -207,7 +217,7 @@ def check_vars_file(vars_file: VarsFile) -> list[Problem]:
         ]
     vars_file.data = data
     for name in data:
-        if not (isinstance(name, str) and _IDENTIFIER.match(name) and not keyword.iskeyword(name)):
+        if not (isinstance(name, str) and _IDENTIFIER.fullmatch(name) and not keyword.iskeyword(name)):
             problems.append(
                 Problem(
                     rule="vars.name",
@@ -224,12 +234,12 @@ def check_vars_file(vars_file: VarsFile) -> list[Problem]:
 
 def _line_of_key(path: str, key: str) -> int | None:
     try:
-        with open(path, encoding="utf-8") as handle:
-            for number, text in enumerate(handle, start=1):
-                if text.startswith((f"{key}:", f"'{key}':", f'"{key}":')):
-                    return number
-    except OSError:
+        lines = read_text(path, MAX_FILE_BYTES).splitlines()
+    except UnsafeFile:
         return None
+    for number, text in enumerate(lines, start=1):
+        if text.startswith((f"{key}:", f"'{key}':", f'"{key}":')):
+            return number
     return None
 
 

@@ -7,17 +7,27 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
+from clusterforge.ansible_env import checkout
 from clusterforge.inventory_check.context import UNRESOLVED, Context, HostView, kind
-from clusterforge.inventory_check.problems import Problem
-from clusterforge.inventory_check.requirements import GROUP_REQUIRED, HOST_REQUIRED, VENDOR_REQUIRED, home_of
+from clusterforge.inventory_check.origin import origin_of
+from clusterforge.inventory_check.problems import Problem, display_path
+from clusterforge.inventory_check.requirements import (
+    HOST_REQUIRED,
+    VALIDATE_GROUP_REQUIRED,
+    VENDOR_REQUIRED,
+    home_of,
+    role_requirements,
+)
+from clusterforge.inventory_check.values import ciphertext_of
 
 # RFC 1123 labels: Kubernetes node names and Slurm NodeName need them lowercase.
-_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", re.ASCII)  # matched in full: no trailing newline
+PORT_VARIABLES = ("ansible_port", "ansible_ssh_port")
 
 
 def is_managed(view: HostView) -> bool:
     """Hosts Ansible reaches over SSH; a `local` connection entry is the controller itself."""
-    return view.raw("ansible_connection") != "local"
+    return view.value("ansible_connection") != "local"
 
 
 def check_hosts(ctx: Context) -> list[Problem]:
@@ -28,29 +38,98 @@ def check_hosts(ctx: Context) -> list[Problem]:
         problems += _required(ctx, view)
         problems += _hostname(view)
         problems += _management_address(view)
+        problems += _ports(view)
         problems += _rack(view)
     problems += _duplicate_names(ctx)
+    problems += _redefinitions(ctx)
     return problems
 
 
-def required_variables(ctx: Context, view: HostView) -> list[str]:
-    needed = list(HOST_REQUIRED)
+def valid_port(value: object) -> int | None:
+    """The SSH port as an int when `value` is one (1-65535; an ASCII-digit string counts), else None."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,5}", value):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return value
+    return None
+
+
+def _ports(view: HostView) -> list[Problem]:
+    problems = []
+    for variable in PORT_VARIABLES:
+        value = view.value(variable)
+        if value is None or value is UNRESOLVED or valid_port(value) is not None:
+            continue
+        problems.append(
+            view.problem(
+                "host.port",
+                variable,
+                f"{variable} must be a TCP port, an integer 1-65535, got {kind(value)} {value!r}",
+                f"set {variable} to the node's SSH port (22 unless sshd listens elsewhere), or remove it",
+                of_value=True,
+            )
+        )
+    return problems
+
+
+def _redefinitions(ctx: Context) -> list[Problem]:
+    """A host whose entries (two groups, two files) set a variable differently: Ansible keeps the last."""
+    problems = []
+    views = {view.name: view for view in ctx.views}
+    for found in ctx.inventory.redefinitions:
+        view = views.get(found.host)
+        if view is None:
+            continue
+        first_at = _place(found.first)
+        problem = view.problem(
+            "host.redefined",
+            found.variable,
+            f"host {found.host} is defined more than once with different values of {found.variable}: "
+            f"{_shown(found.first)}{first_at} and {_shown(found.second)}; Ansible silently keeps the last",
+            f"define {found.variable} of {found.host} once (or give both entries the same value)",
+            value=found.second,
+        )
+        problems.append(problem)
+    return problems
+
+
+def _place(value: object) -> str:
+    path, line = origin_of(value)
+    return f" ({display_path(path)}{f':{line}' if line else ''})" if path else ""
+
+
+def _shown(value: object) -> str:
+    if ciphertext_of(value) is not None:
+        return "a vaulted value"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def required_variables(ctx: Context, view: HostView) -> dict[str, str]:
+    """Variable -> why this host needs it (the text after "is not set")."""
+    needed = dict.fromkeys(HOST_REQUIRED, "")
     for group in sorted(view.groups):
-        needed += GROUP_REQUIRED.get(group, ())
+        for variable in VALIDATE_GROUP_REQUIRED.get(group, ()):
+            needed.setdefault(
+                variable, f" (needed by hosts of group {group}: playbooks/validate.yml reads it)"
+            )
     sku = ctx.sku(view)
     vendor = (sku.get("accelerator") or {}).get("vendor") if sku else None
-    needed += VENDOR_REQUIRED.get(vendor, ())
-    return list(dict.fromkeys(needed))
+    for variable in VENDOR_REQUIRED.get(vendor, ()):
+        needed.setdefault(variable, f" (needed by hosts with {vendor} accelerators)")
+    for requirement in role_requirements(checkout()):
+        if view.name in ctx.hosts_matching(requirement.hosts):
+            needed.setdefault(requirement.variable, requirement.because)
+    return needed
 
 
 def _required(ctx: Context, view: HostView) -> list[Problem]:
     problems = []
-    for variable in required_variables(ctx, view):
+    for variable, because in required_variables(ctx, view).items():
         if view.is_set(variable):
             continue
         per_host = variable in HOST_REQUIRED or variable == "hccn_devices"
         state = "is empty" if variable in view.entry.vars else "is not set"
-        because = _because(ctx, view, variable)
         problem = view.problem(
             "vars.required",
             variable,
@@ -65,21 +144,10 @@ def _required(ctx: Context, view: HostView) -> list[Problem]:
     return problems
 
 
-def _because(ctx: Context, view: HostView, variable: str) -> str:
-    if variable in HOST_REQUIRED:
-        return ""
-    groups = [g for g in sorted(view.groups) if variable in GROUP_REQUIRED.get(g, ())]
-    if groups:
-        return f" (needed by hosts of group {groups[0]})"
-    sku = ctx.sku(view) or {}
-    vendor = (sku.get("accelerator") or {}).get("vendor")
-    return f" (needed by hosts with {vendor} accelerators)" if vendor else ""
-
-
 def _hostname(view: HostView) -> list[Problem]:
     name = view.name
     labels = name.split(".")
-    if len(name) <= 253 and all(_LABEL.match(label) for label in labels):
+    if len(name) <= 253 and all(_LABEL.fullmatch(label) for label in labels):
         return []
     suggestion = re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-.")
     return [

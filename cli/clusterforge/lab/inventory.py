@@ -5,7 +5,7 @@
                                  sysfs_root where they apply)
   group_vars/all/versions.yml    the version bill of materials (BOM)
   group_vars/all/connection.yml  SSH as `ansible` with the lab key, strict host keys, sudo
-  group_vars/all/{scheduler,storage,monitoring}.yml, group_vars/ceph_osd.yml
+  group_vars/all/{scheduler,storage,monitoring,time}.yml, group_vars/ceph_osd.yml
                                  what the roles of the lab's groups need (sitevars.py)
 
 The first line of hosts.yml marks the folder as generated for one lab: `lab down`
@@ -23,7 +23,7 @@ import yaml
 from clusterforge.errors import EnvironmentNotReady
 from clusterforge.lab.access import PROVISIONING_USER, LabAccess
 from clusterforge.lab.model import INVENTORY_GROUPS, RACK, SYSFS_ROOT, Node, hccn_devices
-from clusterforge.lab.sitevars import ceph_osd_vars, monitoring_vars, scheduler_vars, storage_vars
+from clusterforge.lab.sitevars import ceph_osd_vars, monitoring_vars, scheduler_vars, storage_vars, time_vars
 
 # The BOM the lab is built against (design.md).
 LAB_BOM = {
@@ -33,6 +33,7 @@ LAB_BOM = {
     "dcgm_version": "3.3.7",
     "ascend_driver_version": "24.1.rc2",
     "cann_version": "8.0.RC2",
+    "os_release": "debian 12",  # the node image
 }
 HOSTS_FILE = "hosts.yml"
 
@@ -78,11 +79,12 @@ def _dump(data: object, width: int = 1000) -> str:
     return yaml.dump(data, Dumper=_IndentedDumper, sort_keys=False, default_flow_style=False, width=width)
 
 
-def host_vars(node: Node) -> dict[str, object]:
+def host_vars(node: Node, extra: dict[str, object] | None = None) -> dict[str, object]:
     values: dict[str, object] = {
         "ansible_host": node.ip,
         "node_sku": node.role.node_sku,
         "rack": RACK,
+        **(extra or {}),
     }
     if node.hwreplay_profile:
         values["hwreplay_profile"] = node.hwreplay_profile
@@ -98,7 +100,9 @@ def hosts_document(nodes: Sequence[Node]) -> dict[str, object]:
     for group in INVENTORY_GROUPS:
         members = [node.host for node in nodes if group in node.role.groups]
         children[group] = {"hosts": dict.fromkeys(members)} if members else {}
-    return {"all": {"hosts": {node.host: host_vars(node) for node in nodes}, "children": children}}
+    extra = time_vars(nodes)[1]
+    hosts = {node.host: host_vars(node, extra.get(node.host)) for node in nodes}
+    return {"all": {"hosts": hosts, "children": children}}
 
 
 def connection_vars(access: LabAccess) -> dict[str, object]:
@@ -134,6 +138,7 @@ def render(lab: str, nodes: Sequence[Node], access: LabAccess, subnet: str) -> d
         "group_vars/all/scheduler.yml": lab_values + _dump(_versions_quoted(scheduler_vars(lab, nodes))),
         "group_vars/all/storage.yml": lab_values + _dump(storage_vars(lab, subnet)),
         "group_vars/all/monitoring.yml": lab_values + _dump(_versions_quoted(monitoring_vars())),
+        "group_vars/all/time.yml": lab_values + _dump(time_vars(nodes)[0]),
         "group_vars/ceph_osd.yml": "# The data disk every lab storage node has (a loop device on the host).\n"
         + _dump(ceph_osd_vars()),
     }

@@ -42,6 +42,21 @@ def storage_vars(lab: str, subnet: str) -> dict[str, object]:
     }
 
 
+def time_vars(nodes: Sequence[Node]) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
+    """chrony as an air-gapped site runs it: (group_vars/all values, host vars by host).
+
+    Lab nodes reach no NTP pool, so the first control node (else the first
+    node) serves time from its own clock (local stratum) to the lab network
+    and every other node takes its time from it.
+    """
+    if not nodes:
+        return {}, {}
+    server = next((n for n in nodes if n.role.name == "control"), nodes[0])
+    everyone = {"base_chrony_pools": [], "base_chrony_servers": [server.host]}
+    serving = {"base_chrony_servers": [], "base_chrony_local_stratum": 10, "base_chrony_allow": ["all"]}
+    return everyone, {server.host: serving}
+
+
 def monitoring_vars() -> dict[str, object]:
     return {"monitoring_prometheus_version": PROMETHEUS_VERSION}
 

@@ -11,14 +11,13 @@ for a new lab, its state and inventory) unless keep_on_failure is set.
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
 from clusterforge.lab import environment, readiness
 from clusterforge.lab.context import LabContext
@@ -283,19 +282,13 @@ def _attach(disks: LabDisks, node: Node, undo: _Undo) -> str:
     return device
 
 
-def ansible_playbook_command() -> str:
-    """ansible-playbook of the environment running this CLI, else the one on PATH."""
-    beside = Path(sys.executable).parent / "ansible-playbook"
-    return str(beside) if beside.is_file() else "ansible-playbook"
-
-
 def run_hwreplay(ctx: LabContext, inventory: Path, nodes: Sequence[Node]) -> bool:
     """Install the test-only hardware replay on nodes with a hwreplay_profile, when the checkout has it."""
     playbook = ctx.root / HWREPLAY_PLAYBOOK
     if not playbook.is_file() or not any(node.hwreplay_profile for node in nodes):
         return False
-    argv = [ansible_playbook_command(), "-i", str(inventory), str(playbook)]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ctx.root / "ansible.cfg")}
+    argv = [ansible_tool("ansible-playbook"), "-i", str(inventory), str(playbook)]
+    env = ansible_env()
     with ctx.reporter.step(f"install hardware replay ({HWREPLAY_PLAYBOOK})"):
         result = ctx.runner(argv, env=env, cwd=ctx.root, timeout=1800)
         if not result.ok:

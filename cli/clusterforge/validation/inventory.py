@@ -1,30 +1,38 @@
-"""The inventory as the validate command needs it: target hosts, their
-variables and group membership, read once through `ansible-inventory`.
+"""The inventory as the validate command needs it: target hosts, their variables and group membership.
 
-Going through Ansible (not our own YAML reading) means every inventory form
-Ansible accepts works, group_vars/host_vars included, with Ansible's own
-precedence.
+Read once, in-process, through Ansible's inventory API (the same loader as
+`clusterforge inventory check`: inventory_check/ansible_load.py), so every
+inventory form Ansible accepts works, group_vars/host_vars included, with
+Ansible's own precedence, and nothing from the inventory runs: no lookups,
+executable inventory files only with allow_scripts. `--limit` is resolved by
+Ansible's own pattern logic after malformed patterns are refused.
+
+Variables come resolved where that is safe (vault-decrypted, templates free
+of side effects rendered); anything else stays as written, for the playbook
+to resolve at run time (`is_template`, `is_encrypted` tell those apart).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterforge.errors import EnvironmentNotReady, InvalidInput
-from clusterforge.paths import project_root
+from clusterforge.ansible_env import ansible_env, ansible_tool  # noqa: F401  (re-exported for callers)
+from clusterforge.errors import InvalidInput
+from clusterforge.inventory_check.problems import ERROR, Problem
+from clusterforge.inventory_check.sources import ALLOW_SCRIPTS_FLAG, is_host_list
+from clusterforge.inventory_check.values import is_encrypted  # noqa: F401  (re-exported for callers)
+
+# Problems that leave the loaded inventory incomplete or wrong: validation must not run on it.
+_BLOCKING = ("file.", "inventory.", "yaml.", "vars.load")
 
 
 @dataclass
 class Inventory:
     path: Path
-    hostvars: dict[str, dict[str, Any]]
+    hostvars: Mapping[str, Mapping[str, Any]]
     groups: dict[str, list[str]]  # every group's hosts, children's hosts included
     targets: list[str]  # hosts selected by --limit (all when none), inventory order
     _membership: dict[str, list[str]] | None = field(default=None, repr=False)
@@ -32,7 +40,7 @@ class Inventory:
     def group_hosts(self, group: str) -> list[str]:
         return self.groups.get(group, [])
 
-    def vars_of(self, host: str) -> dict[str, Any]:
+    def vars_of(self, host: str) -> Mapping[str, Any]:
         return self.hostvars.get(host, {})
 
     def groups_of(self, host: str) -> list[str]:
@@ -47,109 +55,76 @@ class Inventory:
         return self._membership.get(host, [])
 
 
-def ansible_tool(name: str) -> str:
-    """An Ansible executable: the one next to this Python first (the venv), then PATH."""
-    local = Path(sys.executable).parent / name
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
-    found = shutil.which(name)
-    if not found:
-        raise EnvironmentNotReady(
-            f"{name} not found next to {sys.executable} nor on PATH",
-            "install ClusterForge with its dependencies (scripts/setup-venv.sh) and run it from that venv",
-        )
-    return found
+class HostVars(Mapping):
+    """One host's variables, each resolved on first read (safely, or left as written)."""
+
+    def __init__(self, view: Any):
+        self._view = view
+
+    def __getitem__(self, name: str) -> Any:
+        from clusterforge.inventory_check.context import UNRESOLVED
+
+        value = self._view.value(name, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(name)
+        if value is not UNRESOLVED:
+            return value
+        problem = self._view.unresolved[name]
+        if problem.rule == "vars.too_large":  # an alias bomb: nothing may walk it, not even the playbook
+            raise InvalidInput(f"{problem.location}: {problem.message}", problem.fix)
+        return self._view.raw(name)  # templated or encrypted: the playbook resolves it at run time
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view.entry.vars)
+
+    def __len__(self) -> int:
+        return len(self._view.entry.vars)
 
 
-def ansible_env() -> dict[str, str]:
-    """Environment for Ansible runs: ClusterForge's ansible.cfg and the venv's tools first on PATH."""
-    env = dict(os.environ)
-    env["ANSIBLE_CONFIG"] = str(project_root() / "ansible.cfg")
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault("ANSIBLE_NOCOLOR", "1")
-    return env
+_ABSENT = object()
 
 
-def load_inventory(path: Path, limit: str | None = None) -> Inventory:
-    if not path.exists():
+def load_inventory(path: Path | str, limit: str | None = None, allow_scripts: bool = False) -> Inventory:
+    """The inventory at `path` (a file, a directory or a host list such as 'a,b,'), limited by `limit`."""
+    from clusterforge.inventory_check.ansible_load import load_inventory as load_with_ansible
+    from clusterforge.inventory_check.context import HostView
+    from clusterforge.inventory_check.templating import TemplateCache
+
+    source = str(path)
+    if not is_host_list(source) and not Path(source).exists():
         raise InvalidInput(
             f"inventory {path} does not exist",
-            "pass -i with an inventory file or directory, e.g. -i inventories/lab",
+            "pass -i with an inventory file or directory (e.g. -i inventories/lab) or a host list ('a,b,')",
         )
-    data = _run_json([ansible_tool("ansible-inventory"), "-i", str(path), "--list"], path)
-    hostvars = data.get("_meta", {}).get("hostvars", {})
-    groups = _expand_groups(data)
-    everything = groups.get("all", [])
-    if not everything:
+    loaded = load_with_ansible([source], allow_scripts=allow_scripts)
+    _refuse_blocking(path, loaded.problems + [e.vars_error for e in loaded.hosts.values() if e.vars_error])
+    if not loaded.hosts:
         raise InvalidInput(f"inventory {path} has no hosts", "add hosts, or point -i at the right inventory")
-    targets = everything if not limit else _limited(path, limit, everything)
-    return Inventory(path=path, hostvars=hostvars, groups=groups, targets=targets)
+    templates = TemplateCache()
+    hostvars = {
+        name: HostVars(HostView(entry, loaded.loader, templates=templates, vault=loaded.vault))
+        for name, entry in loaded.hosts.items()
+    }
+    groups = {group: [h for h in loaded.hosts if h in members] for group, members in loaded.groups.items()}
+    if limit is None:
+        targets = list(loaded.hosts)
+    else:
+        from clusterforge.inventory_check.limit import resolve_limit
+
+        targets = resolve_limit(loaded.manager, limit)
+    return Inventory(path=Path(source), hostvars=hostvars, groups=groups, targets=targets)
 
 
-def _run_json(argv: list[str], path: Path) -> dict[str, Any]:
-    proc = _run(argv)
-    if proc.returncode != 0:
-        raise InvalidInput(
-            f"inventory {path} could not be read: {_last_lines(proc.stderr or proc.stdout)}",
-            f"run `{' '.join(argv)}` to see the full message, and fix the file it names",
-        )
-    try:
-        return json.loads(proc.stdout)
-    except json.JSONDecodeError as err:
-        raise InvalidInput(f"ansible-inventory printed no JSON for {path}: {err}", None) from None
-
-
-def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            argv, capture_output=True, text=True, env=ansible_env(), check=False, timeout=600
-        )
-    except subprocess.TimeoutExpired:
-        raise EnvironmentNotReady(
-            f"`{' '.join(argv)}` took more than 10 minutes", "check dynamic inventory scripts and plugins"
-        ) from None
-
-
-def _last_lines(text: str, count: int = 3) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " / ".join(lines[-count:]) or "(no output)"
-
-
-def _expand_groups(data: dict[str, Any]) -> dict[str, list[str]]:
-    """group -> hosts (own and children's, first-seen order), from `ansible-inventory --list`."""
-    cache: dict[str, list[str]] = {}
-
-    def hosts_of(group: str, seen: frozenset[str]) -> list[str]:
-        if group in cache:
-            return cache[group]
-        entry = data.get(group) or {}
-        ordered = dict.fromkeys(entry.get("hosts", []))
-        for child in entry.get("children", []):
-            if child not in seen:
-                ordered.update(dict.fromkeys(hosts_of(child, seen | {child})))
-        cache[group] = list(ordered)
-        return cache[group]
-
-    names = [name for name in data if name != "_meta"]
-    return {name: hosts_of(name, frozenset({name})) for name in names}
-
-
-_LIMIT_FIX = "check the pattern against `ansible-inventory -i INV --graph`"
-
-
-def _limited(path: Path, limit: str, everything: list[str]) -> list[str]:
-    """Hosts matching an Ansible --limit pattern, resolved by Ansible itself."""
-    argv = [ansible_tool("ansible"), "all", "-i", str(path), "--list-hosts", "--limit", limit]
-    proc = _run(argv)
-    if proc.returncode != 0 and "no hosts" in proc.stderr:
-        raise InvalidInput(f"--limit {limit!r} matches no host of {path}", _LIMIT_FIX)
-    if proc.returncode != 0:
-        raise InvalidInput(
-            f"--limit {limit!r} could not be applied to {path}: {_last_lines(proc.stderr or proc.stdout)}",
-            "use an Ansible host pattern: a host, a group, host1:host2, 'gpu_*', group:!host",
-        )
-    listed = {line.strip() for line in proc.stdout.splitlines()[1:] if line.strip()}
-    targets = [host for host in everything if host in listed]
-    if not targets:
-        raise InvalidInput(f"--limit {limit!r} matches no host of {path}", _LIMIT_FIX)
-    return targets
+def _refuse_blocking(path: Path | str, problems: list[Problem]) -> None:
+    blocking = [p for p in problems if p.severity == ERROR and p.rule.startswith(_BLOCKING)]
+    if not blocking:
+        return
+    shown = "\n  ".join(f"{p.location}: {p.message}" for p in blocking[:5])
+    more = f"\n  ... and {len(blocking) - 5} more" if len(blocking) > 5 else ""
+    scripts = any(p.rule == "inventory.script" for p in blocking)
+    fix = (
+        f"rerun with {ALLOW_SCRIPTS_FLAG} if you trust the inventory's scripts"
+        if scripts
+        else f"fix the file named; `clusterforge inventory check -i {path}` lists every problem"
+    )
+    raise InvalidInput(f"inventory {path} could not be read:\n  {shown}{more}", fix)

@@ -1,19 +1,28 @@
 """Take failed nodes out of scheduling: drain in Slurm, taint and label in Kubernetes.
 
-Commands are built here and only here, as argument vectors (no shell): node
-names are checked against what Slurm and Kubernetes accept, and text that ends
-up in a reason or a taint value is reduced to safe characters, because check
-ids and messages travel from nodes (tool output) to the controllers.
+The plan is a list of commands, one per node, scheduler and kind, as argument
+vectors (no shell). playbooks/quarantine.yml is given only each node's name and
+reason (`request`) and builds the same commands itself; the argv here is what
+the report shows and what an operator runs by hand where no controller is in
+the inventory. Names and reasons are checked with the playbook's own rules
+(plugins/filter/quarantine.py), because check ids and messages travel from
+nodes (tool output) to the controllers: a name the playbook would refuse is a
+note here, never a command.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
+from types import ModuleType
 from typing import Any
 
+from clusterforge.errors import EnvironmentNotReady
+from clusterforge.paths import project_root
 from clusterforge.validation.results import bad_checks
 
 SLURM_GROUP = "slurm_controller"
@@ -22,13 +31,26 @@ K8S_GROUP = "k8s_control_plane"
 WORKER_GROUPS = {"slurm": "slurm_workers", "kubernetes": "k8s_workers"}
 TAINT_KEY = "clusterforge.io/unhealthy"
 LABEL_KEY = "clusterforge.io/validation"
-# A Slurm NodeName is one name here, never a hostlist expression (node[1-4]) or a
-# comma list, so a strange inventory entry can never drain other nodes.
-_SLURM_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-# Kubernetes node names are DNS subdomains (RFC 1123).
-_K8S_NODE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,:-]+")
 MAX_REASON_IDS = 4
+
+
+@cache
+def playbook_rules() -> ModuleType:
+    """plugins/filter/quarantine.py, the checks the playbook applies to every entry.
+
+    Loaded from the checkout (it is an Ansible plugin, not a package module) so
+    the CLI plans with the very rules the playbook enforces.
+    """
+    path = project_root() / "plugins" / "filter" / "quarantine.py"
+    spec = importlib.util.spec_from_file_location("clusterforge_quarantine_rules", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise EnvironmentNotReady(
+            f"{path} is missing: the checkout is incomplete", "restore it from the repository (git checkout)"
+        )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass
@@ -36,8 +58,10 @@ class Action:
     """One command for one node on one scheduler, and what became of it."""
 
     scheduler: str  # slurm | kubernetes
+    kind: str  # drain (slurm) | taint | label (kubernetes)
     host: str  # inventory host of the failed node
     target: str  # the node's name in the scheduler
+    reason: str  # the drain reason (slurm) or the taint value (kubernetes)
     argv: list[str]
     outcome: str = "planned"  # planned | ran | failed | not run | would run
     detail: str = ""
@@ -49,6 +73,7 @@ class Action:
     def as_dict(self) -> dict[str, Any]:
         return {
             "scheduler": self.scheduler,
+            "kind": self.kind,
             "host": self.host,
             "target": self.target,
             "command": self.command,
@@ -66,6 +91,14 @@ class Plan:
     def for_scheduler(self, scheduler: str) -> list[Action]:
         return [a for a in self.actions if a.scheduler == scheduler]
 
+    def request(self, scheduler: str) -> list[dict[str, str]]:
+        """The playbook's `quarantine_nodes` entries for `scheduler`: one per node."""
+        entries = {
+            a.target: {"name": a.target, "reason": a.reason, "scheduler": scheduler}
+            for a in self.for_scheduler(scheduler)
+        }
+        return list(entries.values())
+
 
 def safe_token(text: str, limit: int = 63) -> str:
     return _UNSAFE.sub("-", text).strip("-.,:")[:limit]
@@ -82,7 +115,9 @@ def slurm_reason(check_ids: list[str], when: datetime) -> str:
     shown = ",".join(ids[:MAX_REASON_IDS])
     if len(ids) > MAX_REASON_IDS:
         shown += f"+{len(ids) - MAX_REASON_IDS}"
-    return f"clusterforge: {shown or 'validation'} {when.strftime('%Y-%m-%dT%H:%MZ')}"
+    prefix, suffix = "clusterforge: ", f" {when.strftime('%Y-%m-%dT%H:%MZ')}"
+    room = playbook_rules().SLURM_REASON_MAX - len(prefix) - len(suffix)
+    return f"{prefix}{shown[:room].rstrip(',') or 'validation'}{suffix}"
 
 
 def slurm_node_name(host: str, hostvars: dict[str, Any]) -> str:
@@ -98,15 +133,9 @@ def slurm_drain(node: str, reason: str) -> list[str]:
     return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
 
 
-def k8s_taint(node: str, check_id: str) -> list[str]:
-    return [
-        "kubectl",
-        "taint",
-        "nodes",
-        node,
-        f"{TAINT_KEY}={label_value(check_id)}:NoSchedule",
-        "--overwrite",
-    ]
+def k8s_taint(node: str, value: str) -> list[str]:
+    """The taint; `value` is a label value (`label_value`), the first bad check id."""
+    return ["kubectl", "taint", "nodes", node, f"{TAINT_KEY}={value}:NoSchedule", "--overwrite"]
 
 
 def k8s_label(node: str) -> list[str]:
@@ -148,20 +177,12 @@ def plan(
             )
             continue
         if works_for("slurm", host):
-            slurm_name = slurm_node_name(host, hv)
-            if _SLURM_NODE.match(slurm_name):
-                reason = slurm_reason(ids, when)
-                out.actions.append(Action("slurm", host, slurm_name, slurm_drain(slurm_name, reason)))
-            else:
-                out.notes.append(_bad_name(host, slurm_name, "Slurm", "slurm_node_name"))
+            name, reason = slurm_node_name(host, hv), slurm_reason(ids, when)
+            _add(out, "slurm", host, name, reason, {"drain": slurm_drain(name, reason)})
         if works_for("kubernetes", host):
-            k8s_name = k8s_node_name(host, hv)
-            if _K8S_NODE.match(k8s_name):
-                first = ids[0] if ids else "validation"
-                out.actions.append(Action("kubernetes", host, k8s_name, k8s_taint(k8s_name, first)))
-                out.actions.append(Action("kubernetes", host, k8s_name, k8s_label(k8s_name)))
-            else:
-                out.notes.append(_bad_name(host, k8s_name, "Kubernetes", "k8s_node_name"))
+            name, reason = k8s_node_name(host, hv), label_value(ids[0] if ids else "validation")
+            commands = {"taint": k8s_taint(name, reason), "label": k8s_label(name)}
+            _add(out, "kubernetes", host, name, reason, commands)
     if left_in_service:
         out.notes.append(
             f"{left_in_service} node(s) with status error (not validated, e.g. unreachable) left in service: "
@@ -170,8 +191,19 @@ def plan(
     return out
 
 
-def _bad_name(host: str, name: str, scheduler: str, variable: str) -> str:
-    return (
-        f"{host}: {name!r} is not a valid {scheduler} node name, so it is not quarantined there: "
-        f"set {variable} for the host in the inventory"
-    )
+_NAME_VARIABLES = {"slurm": ("Slurm", "slurm_node_name"), "kubernetes": ("Kubernetes", "k8s_node_name")}
+
+
+def _add(
+    out: Plan, scheduler: str, host: str, name: str, reason: str, commands: dict[str, list[str]]
+) -> None:
+    """The node's commands for one scheduler, or a note when the playbook would refuse its entry."""
+    problem = playbook_rules().entry_problem({"name": name, "reason": reason, "scheduler": scheduler})
+    if problem:
+        title, variable = _NAME_VARIABLES[scheduler]
+        out.notes.append(
+            f"{host}: not quarantined in {title}: {problem}; set {variable} for the host in the inventory"
+        )
+        return
+    for kind, argv in commands.items():
+        out.actions.append(Action(scheduler, kind, host, name, reason, argv))

@@ -1,9 +1,10 @@
 """Carry out a quarantine plan through playbooks/quarantine.yml and record each command's outcome.
 
-A scheduler is acted on only when its controller group has hosts in the
-inventory and its CLI is installed on the first of them; otherwise every
-command is reported as "not run" with the reason, so the operator can run it
-by hand.
+The playbook is given node names and reasons only (`quarantine_nodes`) and
+builds the commands itself. A scheduler is acted on only when its controller
+group has hosts in the inventory and its CLI is installed on the first of
+them; otherwise every command is reported as "not run" with the reason, so the
+operator can run it by hand.
 """
 
 from __future__ import annotations
@@ -13,21 +14,22 @@ from typing import Any
 
 from clusterforge.paths import project_root
 from clusterforge.validation.inventory import Inventory
-from clusterforge.validation.quarantine import K8S_GROUP, SLURM_GROUP, Plan
+from clusterforge.validation.quarantine import K8S_GROUP, SLURM_GROUP, Action, Plan
 from clusterforge.validation.runner import run_playbook
 
 _SCHEDULERS = {
-    # scheduler: (controller group, extravar with the commands, set_stats key, CLI)
-    "slurm": (SLURM_GROUP, "quarantine_slurm_commands", "quarantine_slurm", "scontrol"),
-    "kubernetes": (K8S_GROUP, "quarantine_k8s_commands", "quarantine_kubernetes", "kubectl"),
+    # scheduler: (controller group, set_stats key, CLI)
+    "slurm": (SLURM_GROUP, "quarantine_slurm", "scontrol"),
+    "kubernetes": (K8S_GROUP, "quarantine_kubernetes", "kubectl"),
 }
 
 
 def apply_plan(plan: Plan, inventory: Inventory, private_dir: Path, *, dry_run: bool) -> dict[str, Any]:
     """Run the plan's commands on the schedulers' controllers; returns the report's quarantine section."""
     notes = list(plan.notes)
-    extravars: dict[str, Any] = {}
-    for scheduler, (group, var, _, _) in _SCHEDULERS.items():
+    request: list[dict[str, str]] = []
+    sent: list[str] = []
+    for scheduler, (group, _, _) in _SCHEDULERS.items():
         actions = plan.for_scheduler(scheduler)
         if not actions:
             continue
@@ -37,23 +39,22 @@ def apply_plan(plan: Plan, inventory: Inventory, private_dir: Path, *, dry_run: 
                 f"{scheduler}: no host in group {group}; run the commands below by hand if it runs there"
             )
             continue
-        extravars[var] = [a.argv for a in actions]
-    if extravars:
+        request.extend(plan.request(scheduler))
+        sent.append(scheduler)
+    if request:
         run = run_playbook(
             project_root() / "playbooks" / "quarantine.yml",
             inventory.path,
             private_dir,
             lambda _event, _data: None,
-            extravars=extravars,
+            extravars={"quarantine_nodes": request},
             check_mode=dry_run,
         )
         custom = run.stats.get("artifact_data") or {}
-        for scheduler, (group, var, key, tool) in _SCHEDULERS.items():
-            if var in extravars:
-                _record(
-                    plan.for_scheduler(scheduler), custom.get(key), group, tool, dry_run, run.stdout_tail(5)
-                )
-                notes.extend(_notes_for(scheduler, custom.get(key), group, tool, dry_run))
+        for scheduler in sent:
+            group, key, tool = _SCHEDULERS[scheduler]
+            _record(plan.for_scheduler(scheduler), custom.get(key), group, tool, dry_run, run.stdout_tail(5))
+            notes.extend(_notes_for(scheduler, custom.get(key), group, tool, dry_run))
     return {
         "dry_run": dry_run,
         "actions": [a.as_dict() for a in plan.actions],
@@ -61,13 +62,13 @@ def apply_plan(plan: Plan, inventory: Inventory, private_dir: Path, *, dry_run: 
     }
 
 
-def _mark(actions: list[Any], outcome: str, detail: str) -> None:
+def _mark(actions: list[Action], outcome: str, detail: str) -> None:
     for action in actions:
         action.outcome, action.detail = outcome, detail
 
 
 def _record(
-    actions: list[Any], stats: dict[str, Any] | None, group: str, tool: str, dry_run: bool, tail: str
+    actions: list[Action], stats: dict[str, Any] | None, group: str, tool: str, dry_run: bool, tail: str
 ) -> None:
     if not stats:
         _mark(actions, "failed", f"the quarantine play on {group} did not finish (unreachable?): {tail}")
@@ -76,9 +77,14 @@ def _record(
     if not stats.get("tool"):
         _mark(actions, "not run", f"{tool} is not installed on {controller}")
         return
-    by_argv = {tuple(r.get("item") or ()): r for r in stats.get("results") or []}
+    # The playbook reports one loop result per node and kind of command (drain, taint, label).
+    by_command = {
+        (kind, (result.get("item") or {}).get("name")): result
+        for kind, results in (stats.get("results") or {}).items()
+        for result in results or []
+    }
     for action in actions:
-        result = by_argv.get(tuple(action.argv))
+        result = by_command.get((action.kind, action.target))
         if result is None:
             action.outcome, action.detail = "failed", f"no result from {controller}"
         elif result.get("skipped"):

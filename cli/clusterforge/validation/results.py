@@ -12,6 +12,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from cfcore.results import worst
+
 STATUSES = ("pass", "warn", "fail", "error", "skip")
 # Worse wins when statuses combine; docs/design.md: fail > error > warn > pass.
 SEVERITY = {"skip": 0, "pass": 1, "warn": 2, "error": 3, "fail": 4}
@@ -24,14 +26,6 @@ CHECK_MODULE_RAN = "node.validate"
 
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def worst(statuses: list[str] | tuple[str, ...]) -> str:
-    """The combined status: the worst non-skip one; `skip` only if all skipped."""
-    ranked = [s for s in statuses if s != "skip"]
-    if not ranked:
-        return "skip" if statuses else "error"
-    return max(ranked, key=SEVERITY.__getitem__)
 
 
 def is_bad(status: str) -> bool:

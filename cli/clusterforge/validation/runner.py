@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady
-from clusterforge.validation.inventory import ansible_env, ansible_tool
+from clusterforge.inventory_check.sources import is_host_list
 
 # Events worth keeping on disk for a post-mortem; results themselves go to
 # report.json and the full text to artifacts/<id>/stdout. Dropping the rest
@@ -68,12 +69,13 @@ def run_playbook(
         runner = ansible_runner.run(
             private_data_dir=str(private_dir),
             playbook=str(playbook),
-            inventory=str(inventory.resolve()),
+            inventory=str(inventory) if is_host_list(str(inventory)) else str(inventory.resolve()),
             extravars=extravars or {},
             limit=limit,
             forks=forks,
             cmdline="--check" if check_mode else None,
-            envvars={k: env[k] for k in ("ANSIBLE_CONFIG", "PATH", "ANSIBLE_NOCOLOR")},
+            # ansible_env's settings and the operator's own ANSIBLE_* ones (vault password file, ...).
+            envvars={k: v for k, v in env.items() if k.startswith("ANSIBLE_") or k == "PATH"},
             quiet=True,
             event_handler=handle,
             timeout=timeout_s,

@@ -6,8 +6,9 @@ file written, the chosen format on stdout, exit 3 when any node is unhealthy.
 
 from __future__ import annotations
 
-import json
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cfcore.expected import InvalidExpectation, SkuResolver, inputs_of
+from cfcore.expected import build_expected as _build_expected
+from cfcore.files import UnsafeFile, read_text
+from cfcore.inputs import is_template
+from cfcore.versions import FORMATS as BOM_FORMATS
+from cfcore.versions import format_problem
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -24,13 +31,14 @@ from clusterforge.errors import ChecksFailed, EnvironmentNotReady, InvalidInput
 from clusterforge.paths import project_root
 from clusterforge.validation import reports
 from clusterforge.validation.collect import ResultCollector
-from clusterforge.validation.expected import SkuResolver, build_expected, inputs_of, is_template
-from clusterforge.validation.inventory import Inventory, load_inventory
+from clusterforge.validation.inventory import Inventory, is_encrypted, load_inventory
 from clusterforge.validation.outliers import apply_outliers, find_outliers
 from clusterforge.validation.results import is_bad, normalise, summarise, utc_now
 from clusterforge.validation.runner import run_playbook
 
 RUNNER_DIR = ".ansible-runner"  # ansible-runner's private data dir, inside the report folder
+MAX_BOM_BYTES = 1024 * 1024  # a BOM is a few lines; anything near this is not one
+BOM_FIX = 'pass a YAML or JSON mapping of BOM variables, e.g. nvidia_driver_version: "535.183.01"'
 
 
 @dataclass
@@ -48,8 +56,35 @@ class QuarantineOptions:
     dry_run: bool = False
 
 
+def build_expected(
+    host: str, hostvars: dict[str, Any], resolver: SkuResolver | None = None
+) -> dict[str, Any]:
+    """cfcore's build_expected, its input errors as the CLI's InvalidInput (exit 2)."""
+    try:
+        return _build_expected(host, hostvars, resolver)
+    except InvalidExpectation as err:
+        raise InvalidInput(err.message, err.fix) from None
+
+
 def default_out_dir() -> Path:
     return Path("reports") / f"validate-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
+
+def prepare_out_dir(out_dir: Path) -> None:
+    """Create the report folder and prove it writable before anything runs.
+
+    Found after validating, an unwritable folder would cost the verdict; found
+    here it is bad input (exit 2) and nothing has run yet.
+    """
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as err:
+        raise InvalidInput(
+            f"--out {out_dir}: cannot write reports there: {err.strerror or err}",
+            "pass --out with a folder you can write to (the default is reports/ under the current folder)",
+        ) from None
 
 
 # ---------------------------------------------------------------- fleet ----
@@ -64,11 +99,12 @@ def validate_fleet(
     forks: int | None = None,
     skip_checks: list[str] | None = None,
     quarantine: QuarantineOptions | None = None,
+    allow_scripts: bool = False,
 ) -> None:
     started, clock = utc_now(), time.monotonic()
-    inventory = load_inventory(inventory_path, limit)
+    inventory = load_inventory(inventory_path, limit, allow_scripts=allow_scripts)
     node_skus = preflight(inventory)
-    output.out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(output.out_dir)
     extravars: dict[str, Any] = {"validate_level": level, "validate_block_on_fail": False}
     if skip_checks:
         extravars["validate_extra_skip_checks"] = skip_checks
@@ -118,8 +154,8 @@ def preflight(inventory: Inventory) -> dict[str, str | None]:
     for host in inventory.targets:
         inputs = inputs_of(inventory.vars_of(host))
         skus[host] = inputs.get("node_sku") if isinstance(inputs.get("node_sku"), str) else None
-        if is_template(inputs):
-            continue  # only Ansible can template it: the playbook checks this host
+        if is_template(inputs) or is_encrypted(inputs):
+            continue  # only Ansible can resolve it (a template, a vault value): the playbook checks this host
         try:
             build_expected(host, {**inputs, "group_names": inventory.groups_of(host)}, resolver)
         except InvalidInput as err:
@@ -166,48 +202,48 @@ def validate_capture(
     bom_file: Path | None = None,
     inventory_path: Path | None = None,
     host: str | None = None,
+    skip_checks: list[str] | None = None,
+    allow_scripts: bool = False,
 ) -> None:
     """Validate one node from a directory of captured tool outputs; runs nothing on any node."""
     started, clock = utc_now(), time.monotonic()
-    if not capture_dir.is_dir():
+    if host and not inventory_path:
         raise InvalidInput(
-            f"--from-capture {capture_dir} is not a directory", "pass the unpacked capture folder"
+            "--host needs -i: it names the capture's host in an inventory",
+            "add -i INVENTORY, or drop --host (the capture's meta.json names the node)",
         )
-    meta = _capture_meta(capture_dir)
-    hostvars: dict[str, Any] = {}
-    if inventory_path:
-        if not host:
-            raise InvalidInput(
-                "-i with --from-capture needs --host", "name the inventory host the capture is from"
-            )
-        inventory = load_inventory(inventory_path)
-        if host not in inventory.hostvars and host not in inventory.groups.get("all", []):
-            raise InvalidInput(f"host {host} is not in inventory {inventory_path}", "check --host")
-        hostvars = {**inputs_of(inventory.vars_of(host)), "group_names": inventory.groups_of(host)}
+    if inventory_path and not host:
+        raise InvalidInput(
+            "-i with --from-capture needs --host", "name the inventory host the capture is from"
+        )
+    source = _open_capture(capture_dir)
+    hostvars, origin = (
+        _inventory_inputs(inventory_path, host, allow_scripts) if inventory_path and host else ({}, {})
+    )
     if bom_file:
-        hostvars.update(_bom_vars(bom_file))
+        bom = inputs_of(_bom_vars(bom_file))
+        hostvars.update(bom)
+        origin.update(dict.fromkeys(bom, f"--bom {bom_file}"))
     if sku:
-        hostvars["node_sku"] = sku
-    elif not hostvars.get("node_sku") and meta.get("node_sku"):
-        hostvars["node_sku"] = meta["node_sku"]
-    label = host or str(meta.get("hostname") or capture_dir.resolve().name)
+        hostvars["node_sku"], origin["node_sku"] = sku, "--sku"
+    elif not hostvars.get("node_sku") and source.meta.get("node_sku"):
+        hostvars["node_sku"], origin["node_sku"] = source.meta["node_sku"], "the capture's meta.json"
+    if skip_checks:
+        _add_skip_checks(hostvars, skip_checks)
+    label = host or str(source.meta.get("hostname") or capture_dir.resolve().name)
     if not hostvars.get("node_sku"):
         raise InvalidInput(
             f"no SKU for the capture {capture_dir}",
             "pass --sku NAME, or -i INV --host HOST, or put node_sku in the capture's meta.json",
         )
-    if is_template(hostvars["node_sku"]):
-        raise InvalidInput(
-            f"host {label}: node_sku is a template only Ansible can resolve", "pass --sku NAME"
-        )
+    _refuse_unresolved(label, hostvars, origin)
     expected = build_expected(label, hostvars)
+    prepare_out_dir(output.out_dir)
 
-    from cfcore.collect import CaptureSource
-    from cfcore.expected import InvalidExpectation
     from cfcore.validate import validate_node
 
     try:
-        raw = validate_node(CaptureSource(str(capture_dir)), expected, level)
+        raw = validate_node(source, expected, level)
     except InvalidExpectation as err:
         raise InvalidInput(f"host {label}: {err}", "fix the SKU or BOM variables it names") from None
     result = normalise(label, raw, level, expected["node_sku"])
@@ -223,30 +259,124 @@ def validate_capture(
     finish([result], run_meta, clock, output, rerun_hint="capture the node again after fixing")
 
 
-def _capture_meta(capture_dir: Path) -> dict[str, Any]:
-    path = capture_dir / "meta.json"
-    if not path.is_file():
-        return {}
+def _open_capture(capture_dir: Path) -> Any:
+    """The capture as a cfcore CaptureSource (its meta.json read safely), or InvalidInput."""
+    from cfcore.collect import CaptureSource
+
+    if not capture_dir.is_dir():
+        raise InvalidInput(
+            f"--from-capture {capture_dir} is not a directory", "pass the unpacked capture folder"
+        )
     try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise InvalidInput(f"{path} is not valid JSON: {err}", "fix or remove meta.json") from None
-    if not isinstance(meta, dict):
-        raise InvalidInput(f"{path} must hold a JSON object", "fix or remove meta.json")
-    return meta
+        return CaptureSource(str(capture_dir))
+    except ValueError as err:  # meta.json: not JSON, not an object, or not a regular file in the capture
+        raise InvalidInput(str(err), "fix or remove meta.json (tools/cf-capture.sh writes it)") from None
+
+
+def _inventory_inputs(
+    inventory_path: Path, host: str, allow_scripts: bool
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The host's validation inputs from the inventory, and where each came from."""
+    inventory = load_inventory(inventory_path, allow_scripts=allow_scripts)
+    if host not in inventory.hostvars and host not in inventory.groups.get("all", []):
+        raise InvalidInput(f"host {host} is not in inventory {inventory_path}", "check --host")
+    inputs = inputs_of(inventory.vars_of(host))
+    origin = dict.fromkeys(inputs, f"inventory {inventory_path}")
+    return {**inputs, "group_names": inventory.groups_of(host)}, origin
+
+
+def _add_skip_checks(hostvars: dict[str, Any], skip_checks: list[str]) -> None:
+    """--skip-check adds to the host's validate_skip_checks (a malformed one is left for build_expected)."""
+    existing = hostvars.get("validate_skip_checks")
+    if existing is None:
+        hostvars["validate_skip_checks"] = list(skip_checks)
+    elif isinstance(existing, list):
+        hostvars["validate_skip_checks"] = [*existing, *(c for c in skip_checks if c not in existing)]
+
+
+def _refuse_unresolved(label: str, hostvars: dict[str, Any], origin: dict[str, str]) -> None:
+    """A value still templated or vaulted is never compared raw with the capture.
+
+    The inventory reader resolves what is safe (templates without side effects,
+    vault values with a password); what is left only Ansible can resolve, on
+    the node's own run.
+    """
+    encrypted = [name for name, value in hostvars.items() if is_encrypted(value)]
+    templated = [name for name, value in hostvars.items() if name not in encrypted and is_template(value)]
+    if not encrypted and not templated:
+        return
+    shown = "; ".join(
+        f"{name} from {origin.get(name, '?')}: "
+        + ("vault-encrypted, no password given" if name in encrypted else _short(hostvars[name]))
+        for name in [*encrypted, *templated]
+    )
+    fixes = []
+    if encrypted:
+        fixes.append("give the vault password (ANSIBLE_VAULT_PASSWORD_FILE)")
+    if any(name in BOM_FORMATS for name in [*encrypted, *templated]):
+        fixes.append("give --bom FILE with the literal versions")
+    if "node_sku" in templated:
+        fixes.append("pass --sku NAME")
+    if any(name not in BOM_FORMATS and name != "node_sku" for name in templated):
+        fixes.append("write the literal value where it is set, or validate the node live (-i INV)")
+    raise InvalidInput(
+        f"host {label}: value(s) only Ansible can resolve, not compared with the capture: {shown}",
+        "; ".join(fixes),
+    )
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _BomLoader(yaml.SafeLoader):
+    """SafeLoader without aliases: a BOM needs none, and an alias bomb would blow up in the checks."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed here", mark)
+        return super().compose_node(parent, index)
 
 
 def _bom_vars(path: Path) -> dict[str, Any]:
+    """The --bom file as a mapping: a regular UTF-8 file of at most 1 MiB holding YAML or JSON."""
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
+        text = read_text(str(path), MAX_BOM_BYTES, errors="strict")
+    except UnsafeFile as err:
+        raise InvalidInput(f"--bom {err}", BOM_FIX) from None
+    except UnicodeDecodeError as err:
         raise InvalidInput(
-            f"--bom {path} could not be read: {err}", "pass a YAML or JSON mapping of BOM variables"
+            f"--bom {path} is not UTF-8 text (undecodable byte at offset {err.start}): a binary file?",
+            BOM_FIX,
+        ) from None
+    try:
+        data = yaml.load(text, Loader=_BomLoader)  # a SafeLoader
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise InvalidInput(
+            f"--bom {path} is not valid YAML or JSON{at}: {_short(problem, 200)}", BOM_FIX
         ) from None
     if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a YAML {type(data).__name__}"
         raise InvalidInput(
-            f"--bom {path} must be a mapping of BOM variables",
-            'e.g. nvidia_driver_version: "535.183.01" (group_vars/all/versions.yml works as is)',
+            f"--bom {path} must be a mapping of BOM variables, got {got}",
+            f"{BOM_FIX} (group_vars/all/versions.yml works as is)",
+        )
+    # A float 12.1, `latest` or a template is the file's fault, not the node's: refuse it here.
+    # An empty entry means "not pinned", as in the inventory.
+    problems = [
+        _short(problem, 400)
+        for name, value in data.items()
+        if name in BOM_FORMATS and value not in (None, "") and (problem := format_problem(name, value))
+    ]
+    if problems:
+        raise InvalidInput(
+            f"--bom {path}: " + "; ".join(problems),
+            f"correct {path}: each version a quoted string in the vendor's form",
         )
     return data
 
@@ -277,20 +407,57 @@ def finish(
     if quarantine and quarantine.enabled and inventory is not None:
         quarantine_section = _quarantine(results, inventory, output, quarantine)
     report = reports.assemble(results, summary, outliers.as_dict(), run_meta, quarantine_section)
-    written = reports.write_all(report, output.out_dir)
-    if output.fmt != "table":
+    written = _write_reports(report, output)
+    if written and output.fmt != "table":
         sys.stdout.write(written[output.fmt].read_text(encoding="utf-8"))
         sys.stdout.flush()
-    output.stderr.print(f"reports: {output.out_dir}/ ({', '.join(p.name for p in written.values())})")
+    if written:
+        folder = written["json"].parent
+        names = ", ".join(p.name for p in written.values())
+        output.stderr.print(f"reports: {folder}/ ({names})", markup=False, soft_wrap=True)
     unhealthy = [r["host"] for r in results if is_bad(r["status"])]
     if unhealthy:
         listed = ", ".join(unhealthy[:10]) + (
             f" and {len(unhealthy) - 10} more" if len(unhealthy) > 10 else ""
         )
+        where = f"see {written['html']}" if written else "see the errors above"
         raise ChecksFailed(
             f"{len(unhealthy)} of {len(results)} node(s) failed validation: {listed}",
-            f"see {written['html']} (evidence and remedy per check); {rerun_hint}",
+            f"{where} (evidence and remedy per check); {rerun_hint}",
         )
+
+
+def _write_reports(report: dict[str, Any], output: Output) -> dict[str, Path] | None:
+    """Every report file into --out or, when that fails now (disk full, folder gone), a temporary folder.
+
+    --out was proved writable before anything ran; if writing still fails, the
+    error is printed and the exit code stays the verdict's (0 or 3), never 1.
+    """
+    try:
+        return reports.write_all(report, output.out_dir)
+    except OSError as err:
+        output.stderr.print(
+            f"error: cannot write the reports into {output.out_dir}/: {err}", markup=False, soft_wrap=True
+        )
+    fallback = None
+    try:
+        fallback = Path(tempfile.mkdtemp(prefix="clusterforge-validate-"))
+        written = reports.write_all(report, fallback)
+    except OSError as err:
+        if fallback is not None:
+            shutil.rmtree(fallback, ignore_errors=True)
+        output.stderr.print(
+            f"error: no report file written (a temporary folder failed too: {err})",
+            markup=False,
+            soft_wrap=True,
+        )
+        return None
+    output.stderr.print(
+        f"  fix: the reports were written to {fallback}/ instead; copy them from there",
+        markup=False,
+        soft_wrap=True,
+    )
+    return written
 
 
 def _quarantine(

@@ -27,13 +27,22 @@ The capture layout (one file per command, `CAPTURE_LAYOUT` below):
     npu-smi-board-<N>.txt              npu-smi info -t board -i N
     npu-smi-health-<N>.txt             npu-smi info -t health -i N
     hccn-<N>-ip.txt / -link.txt / -net_health.txt   hccn_tool -i N -ip|-link|-net_health -g
+    chronyc-tracking.txt               chronyc -n tracking
+    timedatectl-ntp.txt                timedatectl show -p NTP -p NTPSynchronized   (when chronyc is absent)
+    df-P-k-root.txt                    df -P -k /
     proc-mounts.txt                    /proc/self/mounts
     proc-driver-nvidia-version.txt     /proc/driver/nvidia/version
+    etc-os-release.txt                 /etc/os-release
     sys/class/infiniband/...           the HCA sysfs tree (files only)
     meta.json                          {"hostname", "node_sku", "captured_at", ...}
 
 A command that failed when captured has a `<file>.err` beside it: first line
 `rc: N`, then its stderr (rc 127: the tool was not installed).
+
+Captures come from other people (a support tarball): only regular files inside the
+capture folder are read, each within a size limit; a symlink leading out of it, a FIFO
+or a device file is refused (rc RC_REFUSED), and so is a tool's live output over the
+limit. Each refusal becomes the `error` of the checks that needed the file.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import contextlib
 import json
 import os
 import re
+import selectors
 import shutil
 import signal
 import socket
@@ -49,14 +59,24 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from .files import UnsafeFile, read_text
 from .outputs import Output
-from .parsers import ParseError, parse
+from .parsers import MAX_INPUT_BYTES, MAX_KERNEL_LOG_BYTES, ParseError, max_bytes, parse, too_large
 from .parsers.infiniband import read_sysfs_infiniband
 
 RC_TIMEOUT = 124
 RC_NOT_FOUND = 127
-# Not a process exit code: the capture directory has no file for this command.
+# Not process exit codes: the capture directory has no file for this command; the
+# output (or capture file) was refused: over the size limit, not a regular file, or
+# a link out of the capture.
 RC_NOT_CAPTURED = -1
+RC_REFUSED = -2
+
+# What is kept of a tool's stderr: its first lines say what went wrong.
+MAX_STDERR_BYTES = 64 * 1024
+# meta.json and the .err files are a few lines.
+MAX_SMALL_FILE_BYTES = 1024 * 1024
+KERNEL_LOG_TOOLS = ("dmesg", "journalctl")
 
 # Vendor tools that are often not on a service account's PATH.
 EXTRA_TOOL_DIRS = (
@@ -83,6 +103,9 @@ CAPTURE_LAYOUT = (
     (("systemctl", "is-active", "nvidia-fabricmanager"), "systemctl-is-active-nvidia-fabricmanager.txt"),
     (("modinfo", "-F", "license", "nvidia"), "modinfo-license-nvidia.txt"),
     (("dcgmi", "diag", "-r", "2", "-j"), "dcgmi-diag-r2.json"),
+    (("chronyc", "-n", "tracking"), "chronyc-tracking.txt"),
+    (("timedatectl", "show", "-p", "NTP", "-p", "NTPSynchronized"), "timedatectl-ntp.txt"),
+    (("df", "-P", "-k", "/"), "df-P-k-root.txt"),
     (("npu-smi", "info"), "npu-smi-info.txt"),
     (("npu-smi", "info", "-t", "board", "-i", "{n}"), "npu-smi-board-{n}.txt"),
     (("npu-smi", "info", "-t", "health", "-i", "{n}"), "npu-smi-health-{n}.txt"),
@@ -96,7 +119,13 @@ EMPTY_RESULTS = {"xid": {"events": []}}
 FILE_LAYOUT = {
     "/proc/self/mounts": "proc-mounts.txt",
     "/proc/driver/nvidia/version": "proc-driver-nvidia-version.txt",
+    "/etc/os-release": "etc-os-release.txt",
 }
+
+
+def output_limit(argv) -> int:
+    """The most bytes read of `argv`'s output: a kernel log may be large, other outputs are small."""
+    return MAX_KERNEL_LOG_BYTES if argv and argv[0] in KERNEL_LOG_TOOLS else MAX_INPUT_BYTES
 
 
 def command_line(argv) -> str:
@@ -152,10 +181,17 @@ class LiveSource:
             )
         except OSError as exc:
             return RC_NOT_FOUND, "", f"{argv[0]} could not be started: {exc}"
+        limit = output_limit(argv)
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+            outcome, out, err = _read_capped(proc, timeout, limit)
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+        if outcome == "timeout":
             return RC_TIMEOUT, "", self._kill(proc, argv, timeout)
+        if outcome == "too_large":
+            self._kill(proc, argv, timeout)
+            return RC_REFUSED, "", f"{command_line(argv)}: {too_large(limit)}"
         return proc.returncode, _text(out), _text(err)
 
     @staticmethod
@@ -167,17 +203,17 @@ class LiveSource:
         except OSError:
             proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=2)
+            proc.wait(timeout=2)
         return f"{command_line(argv)} timed out after {timeout:g} s"
 
     def read(self, path: str) -> str | None:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except FileNotFoundError:
+        """The file's text; None when it does not exist; UnsafeFile when not a regular file or too large."""
+        if not os.path.lexists(path):
             return None
-        except OSError:
-            return None
+        return read_text(path, MAX_INPUT_BYTES)
+
+    def statvfs(self, path: str):
+        return os.statvfs(path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -204,23 +240,28 @@ class CaptureSource:
         self.meta = self._read_meta()
 
     def _read_meta(self) -> dict:
-        text = self._read_file("meta.json")
+        where = os.path.join(self.path, "meta.json")
+        text = self._read_file("meta.json", MAX_SMALL_FILE_BYTES)
         if text is None:
             return {}
         try:
             meta = json.loads(text)
         except ValueError as exc:
-            raise ValueError(f"{os.path.join(self.path, 'meta.json')} is not valid JSON: {exc}") from exc
+            raise ValueError(f"{where} is not valid JSON: {exc}") from exc
         if not isinstance(meta, dict):
-            raise ValueError(f"{os.path.join(self.path, 'meta.json')} must hold a JSON object")
+            raise ValueError(f"{where} must hold a JSON object")
         return meta
 
-    def _read_file(self, name: str) -> str | None:
-        try:
-            with open(os.path.join(self.path, name), encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except OSError:
+    def _read_file(self, name: str, limit: int = MAX_INPUT_BYTES) -> str | None:
+        """A capture file's text; None when absent; UnsafeFile when it is unsafe to read.
+
+        Only regular files that stay inside the capture once links are resolved are read,
+        so a crafted tarball cannot make the report quote a local file or hang on a FIFO.
+        """
+        path = os.path.join(self.path, name)
+        if not os.path.lexists(path):
             return None
+        return read_text(path, limit, root=self.path)
 
     def file_for(self, argv) -> str | None:
         return capture_name(argv)
@@ -229,14 +270,18 @@ class CaptureSource:
         name = capture_name(argv)
         if name is None:
             return RC_NOT_CAPTURED, "", f"captures never hold the output of {command_line(argv)}"
-        out = self._read_file(name)
-        err = self._read_file(name + ".err")
+        try:
+            out = self._read_file(name, output_limit(argv))
+            err = self._read_file(name + ".err", MAX_SMALL_FILE_BYTES)
+        except UnsafeFile as exc:
+            return RC_REFUSED, "", str(exc)
         if out is None and err is None:
             return RC_NOT_CAPTURED, "", f"{name} is not in the capture {self.path}"
         rc, stderr = _parse_err_file(err) if err is not None else (0, "")
         return rc, out or "", stderr
 
     def read(self, path: str) -> str | None:
+        """The capture's copy of `path`: None when absent, UnsafeFile when refused."""
         name = FILE_LAYOUT.get(path)
         if name is not None:
             return self._read_file(name)
@@ -261,6 +306,40 @@ def _parse_err_file(text: str) -> tuple:
     if match is None:
         return 1, text
     return int(match.group(1)), rest
+
+
+def _read_capped(proc, timeout: float, limit: int) -> tuple:
+    """('done' | 'timeout' | 'too_large', stdout, stderr) of `proc`, reading at most `limit` bytes of stdout.
+
+    Read as it comes, so a tool that prints hundreds of megabytes is stopped at the limit
+    instead of filling memory; stderr beyond its first MAX_STDERR_BYTES is drained and dropped.
+    """
+    deadline = time.monotonic() + timeout
+    chunks = {proc.stdout: [], proc.stderr: []}
+    sizes = {proc.stdout: 0, proc.stderr: 0}
+    with selectors.DefaultSelector() as selector:
+        for stream in chunks:
+            selector.register(stream, selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout", b"", b""
+            for key, _events in selector.select(remaining):
+                stream = key.fileobj
+                data = os.read(stream.fileno(), 65536)
+                if not data:
+                    selector.unregister(stream)
+                    continue
+                sizes[stream] += len(data)
+                if stream is proc.stdout and sizes[stream] > limit:
+                    return "too_large", b"", b""
+                if stream is proc.stdout or sizes[stream] <= MAX_STDERR_BYTES:
+                    chunks[stream].append(data)
+    try:
+        proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+    except subprocess.TimeoutExpired:
+        return "timeout", b"", b""
+    return "done", b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr])
 
 
 def _text(data: bytes) -> str:
@@ -304,12 +383,19 @@ class Collector:
         limit = timeout or self.timeouts.get(argv[0], 30)
         file = self.source.file_for(argv)
         started = time.monotonic()
-        rc, out, err = self.source.run(list(argv), limit)
-        err = err or ""
+        try:
+            rc, out, err = self.source.run(list(argv), limit)
+        except Exception as exc:  # a source's bug must cost this command, not the node's validation
+            return Output(
+                command, "failed", rc=1, error=f"{command} could not be run: {_describe(exc)}", file=file
+            )
+        out, err = out or "", err or ""
         elapsed = time.monotonic() - started
         common = {"text": out, "stderr": err, "rc": rc, "file": file}
         if rc == RC_NOT_CAPTURED:
             return Output(command, "not_captured", error=err.strip(), **common)
+        if rc == RC_REFUSED:
+            return Output(command, "refused", error=_first_line(err), **common)
         if rc == RC_NOT_FOUND:
             return Output(
                 command, "not_found", error=_first_line(err) or f"{argv[0]} not found on PATH", **common
@@ -317,15 +403,17 @@ class Collector:
         if rc == RC_TIMEOUT and not out:
             message = _first_line(err) or f"{command} timed out after {elapsed:.0f} s"
             return Output(command, "timeout", error=message, **common)
+        if len(out) > max_bytes(kind):
+            # A source that does not cap its reads (a test double, a future source).
+            return Output(
+                command, "refused", error=f"{command}: {too_large(max_bytes(kind))}", **{**common, "text": ""}
+            )
         data = None
         parse_error = ""
         if kind in EMPTY_RESULTS and rc == 0 and not out.strip():
             data = dict(EMPTY_RESULTS[kind])
         elif kind is not None and out.strip():
-            try:
-                data = parse(kind, out)
-            except ParseError as exc:
-                parse_error = str(exc)
+            data, parse_error = _parse(kind, out)
         if rc != 0:
             first = _first_line(err) or _first_line(out) or "no output"
             return Output(command, "failed", data=data, error=f"{command} exited {rc}: {first}", **common)
@@ -339,8 +427,12 @@ class Collector:
     def read(self, path: str) -> Output:
         key = ("read", path)
         if key not in self._cache:
-            text = self.source.read(path)
             file = FILE_LAYOUT.get(path) if self.source.kind == "capture" else None
+            try:
+                text = self.source.read(path)
+            except (UnsafeFile, OSError) as exc:
+                self._cache[key] = Output(path, "refused", error=str(exc), file=file)
+                return self._cache[key]
             if text is None:
                 state = "not_captured" if self.source.kind == "capture" else "not_found"
                 where = f"{file} is not in the capture" if file else f"{path} does not exist"
@@ -355,13 +447,75 @@ class Collector:
         if key not in self._cache:
             base = os.path.join(root, "sys", "class", "infiniband")
             command = f"read {base}"
+            # In a capture every file must stay inside it; a live sysfs links into /sys/devices.
+            confine = self.source.path if self.source.kind == "capture" else None
             if not os.path.isdir(base):
                 state = "not_captured" if self.source.kind == "capture" else "not_found"
                 output = Output(command, state, error=f"{base} does not exist")
             else:
                 try:
-                    output = Output(command, "ok", data=read_sysfs_infiniband(root))
+                    output = Output(command, "ok", data=read_sysfs_infiniband(root, confine=confine))
+                except UnsafeFile as exc:
+                    output = Output(command, "refused", error=str(exc))
                 except (OSError, ParseError) as exc:
                     output = Output(command, "unparsable", error=f"could not read {base}: {exc}")
             self._cache[key] = output
         return self._cache[key]
+
+    def root_fs(self) -> Output:
+        """Size and free space of `/`: os.statvfs on a live node, `df -P -k /` from a capture."""
+        key = ("root_fs",)
+        if key not in self._cache:
+            statvfs = getattr(self.source, "statvfs", None)
+            if statvfs is None:
+                output = self.run(DF_ROOT)
+                if output.ok:
+                    try:
+                        output.data = parse_df(output.text)
+                    except ValueError as exc:
+                        output = Output(
+                            output.command, "unparsable", text=output.text, error=str(exc), file=output.file
+                        )
+            else:
+                try:
+                    info = statvfs("/")
+                except OSError as exc:
+                    output = Output("statvfs /", "failed", rc=1, error=f"statvfs /: {exc}")
+                else:
+                    data = {
+                        "mount": "/",
+                        "total_kib": info.f_blocks * info.f_frsize // 1024,
+                        "avail_kib": info.f_bavail * info.f_frsize // 1024,
+                    }
+                    output = Output("statvfs /", "ok", data=data)
+            self._cache[key] = output
+        return self._cache[key]
+
+
+DF_ROOT = ("df", "-P", "-k", "/")
+
+
+def parse_df(text: str) -> dict:
+    """`df -P -k /` -> {mount, total_kib, avail_kib}; ValueError when it is not that output."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    if len(lines) < 2 or lines[0][:2] != ["Filesystem", "1024-blocks"]:
+        raise ValueError("not `df -P -k /` output: no 'Filesystem 1024-blocks ...' header")
+    # POSIX df prints one line per file system; a long device name never wraps with -P.
+    fields = lines[1]
+    if len(fields) < 6 or not (fields[1].isdigit() and fields[3].isdigit()):
+        raise ValueError(f"not `df -P -k /` output: unreadable line {' '.join(fields)!r}")
+    return {"mount": fields[-1], "total_kib": int(fields[1]), "avail_kib": int(fields[3])}
+
+
+def _parse(kind: str, text: str) -> tuple:
+    """(data, '') or (None, why): a parser's crash on odd input is this output's problem only."""
+    try:
+        return parse(kind, text), ""
+    except ParseError as exc:
+        return None, str(exc)
+    except Exception as exc:
+        return None, f"the {kind} parser failed on this output ({_describe(exc)})"
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

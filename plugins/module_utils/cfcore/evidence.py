@@ -4,6 +4,10 @@ Checks decide on parsed dicts; a report shows the operator the original lines
 (the `<remapped_rows>` block of the failing GPU, the ibstat port block, the
 npu-smi row). When the raw text is not at hand (unit tests on dicts) the
 callers fall back to lines built from the parsed values.
+
+Each lookup takes the `Output` and builds its index of the text once
+(`Output.index`), so a check that reports thousands of devices of a huge output
+stays linear in the output's size instead of rescanning it per device.
 """
 
 from __future__ import annotations
@@ -12,28 +16,71 @@ import re
 
 from .pci import norm_bus_id
 
+_XML_GPU = re.compile(r'<gpu id="([^"]+)"')
+_TEXT_GPU = re.compile(r"^GPU (\S+)\s*$")
+_IBSTAT_CA = re.compile(r"\s*CA\s+'([^']+)'")
+_IBSTAT_PORT = re.compile(r"\s*Port\s+(\d+)\s*:\s*$")
+_NVLINK_GPU = re.compile(r"\s*GPU\s+(\d+)\s*:")
+_LINK_SPEED = re.compile(r"\d+(\.\d+)?\s*GB/s")
+_LINK_FIELD = re.compile(r"\s*(LnkCap|LnkSta):")
+
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _xml_gpu_span(lines: list[str], bus_id: str) -> tuple | None:
-    """(first, last) line indexes of the `<gpu id="...">` element of `bus_id`."""
-    want = norm_bus_id(bus_id)
-    start = None
+def _block_end(lines: list[str], start: int, depth: int) -> int:
+    """Index after the lines below `start` indented deeper than `depth` (a section's body)."""
+    end = start + 1
+    while end < len(lines) and lines[end].strip() and _indent(lines[end]) > depth:
+        end += 1
+    return end
+
+
+def _sections(lines: list[str], header, key) -> dict:
+    """key(header's group 1) -> (first, end) line indexes of each section that starts with a `header` line."""
+    starts = []
     for index, line in enumerate(lines):
-        match = re.search(r'<gpu id="([^"]+)"', line)
-        if match and norm_bus_id(match.group(1)) == want:
-            start = index
+        match = header.match(line)
+        if match:
+            starts.append((index, key(match.group(1))))
+    spans = {}
+    for number, (index, name) in enumerate(starts):
+        end = starts[number + 1][0] if number + 1 < len(starts) else len(lines)
+        spans.setdefault(name, (index, end))
+    return spans
+
+
+def _xml_gpu_spans(lines: list[str]) -> dict:
+    """Bus id -> (first, last) line indexes of its `<gpu id="...">` element."""
+    spans, start, bus = {}, None, None
+    for index, line in enumerate(lines):
+        match = _XML_GPU.search(line)
+        if match:
+            start, bus = index, norm_bus_id(match.group(1))
         elif start is not None and "</gpu>" in line:
-            return start, index
-    return None
+            spans.setdefault(bus, (start, index))
+            start = None
+    return spans
 
 
-def nvidia_gpu_block(text: str, bus_id: str, xml_tag: str, text_heading: str) -> list[str]:
+def _text_gpu_spans(lines: list[str]) -> dict:
+    """Bus id -> (first, end) line indexes of its 'GPU 00000000:18:00.0' section of nvidia-smi -q."""
+    starts = [
+        (index, norm_bus_id(m.group(1))) for index, line in enumerate(lines) if (m := _TEXT_GPU.match(line))
+    ]
+    spans = {}
+    for number, (index, bus) in enumerate(starts):
+        end = starts[number + 1][0] if number + 1 < len(starts) else len(lines)
+        spans.setdefault(bus, (index, end))
+    return spans
+
+
+def nvidia_gpu_block(output, bus_id: str, xml_tag: str, text_heading: str) -> list[str]:
     """The lines of one section of one GPU in `nvidia-smi -q -x` (xml_tag) or `nvidia-smi -q` (heading)."""
-    lines = text.splitlines()
-    span = _xml_gpu_span(lines, bus_id)
+    lines = output.lines()
+    want = norm_bus_id(bus_id)
+    span = output.index("xml-gpus", _xml_gpu_spans).get(want)
     if span is not None:
         first, last = span
         for index in range(first, last + 1):
@@ -45,53 +92,48 @@ def nvidia_gpu_block(text: str, bus_id: str, xml_tag: str, text_heading: str) ->
                         break
                 return block
         return []
-    return _text_gpu_block(lines, bus_id, text_heading)
-
-
-def _text_gpu_block(lines: list[str], bus_id: str, heading: str) -> list[str]:
-    want = norm_bus_id(bus_id)
-    in_gpu = False
-    header = ""
-    for index, line in enumerate(lines):
-        if line.startswith("GPU "):
-            in_gpu = norm_bus_id(line[4:].strip()) == want
-            header = line.strip()
-            continue
-        if in_gpu and line.strip().split(":")[0].strip() == heading:
-            depth = _indent(line)
-            block = [header, line.rstrip()]
-            for inner in lines[index + 1 :]:
-                if not inner.strip() or _indent(inner) <= depth:
-                    break
-                block.append(inner.rstrip())
-            return block
+    span = output.index("text-gpus", _text_gpu_spans).get(want)
+    if span is None:
+        return []
+    first, end = span
+    for index in range(first + 1, end):
+        line = lines[index]
+        if line.strip().split(":")[0].strip() == text_heading:
+            stop = _block_end(lines, index, _indent(line))
+            return [lines[first].strip()] + [ln.rstrip() for ln in lines[index:stop]]
     return []
 
 
-def ibstat_port_block(text: str, ca: str, port: int) -> list[str]:
-    """The `CA '<ca>'` header and the `Port <n>:` block of ibstat."""
-    lines = text.splitlines()
-    in_ca = False
+def _ibstat_ports(lines: list[str]) -> dict:
+    """(CA name, port number) -> index of its `Port N:` line."""
+    ports, ca = {}, None
     for index, line in enumerate(lines):
-        match = re.match(r"\s*CA '([^']+)'", line)
+        match = _IBSTAT_CA.match(line)
         if match:
-            in_ca = match.group(1) == ca
+            ca = match.group(1)
             continue
-        if in_ca and re.match(rf"\s*Port {port}:\s*$", line):
-            depth = _indent(line)
-            block = [f"CA '{ca}'", line.rstrip()]
-            for inner in lines[index + 1 :]:
-                if not inner.strip() or _indent(inner) <= depth:
-                    break
-                block.append(inner.rstrip())
-            return block
-    return []
+        port = _IBSTAT_PORT.match(line)
+        if port and ca is not None:
+            ports.setdefault((ca, int(port.group(1))), index)
+    return ports
 
 
-def npu_smi_rows(text: str, npu_id: int) -> list[str]:
-    """The two table rows of one NPU in `npu-smi info` (name/health row and chip/bus-id row)."""
-    lines = text.splitlines()
-    found: list[str] = []
+def ibstat_port_block(output, ca: str, port) -> list[str]:
+    """The `CA '<ca>'` header and the `Port <n>:` block of ibstat."""
+    lines = output.lines()
+    try:
+        start = output.index("ibstat-ports", _ibstat_ports).get((ca, int(port)))
+    except (TypeError, ValueError):
+        return []
+    if start is None:
+        return []
+    stop = _block_end(lines, start, _indent(lines[start]))
+    return [f"CA '{ca}'"] + [line.rstrip() for line in lines[start:stop]]
+
+
+def _npu_rows(lines: list[str]) -> dict:
+    """NPU id -> line indexes of its name/health rows in `npu-smi info` (each followed by its chip row)."""
+    rows: dict = {}
     for index, line in enumerate(lines):
         if "Process id" in line:
             break  # the process table below reuses the NPU/Chip columns
@@ -100,17 +142,24 @@ def npu_smi_rows(text: str, npu_id: int) -> list[str]:
             continue
         first = cells[0].split()
         # The name/health row: "| 3     910B3     | Alarm   | 96.5   40 ..."
-        if len(first) >= 2 and first[0] == str(npu_id) and not re.match(r"^[0-9a-fA-F]{4}:", cells[1]):
-            found.append(line.rstrip())
-            if index + 1 < len(lines):
-                found.append(lines[index + 1].rstrip())
+        if len(first) >= 2 and first[0].isdigit() and not re.match(r"^[0-9a-fA-F]{4}:", cells[1]):
+            rows.setdefault(int(first[0]), []).append(index)
+    return rows
+
+
+def npu_smi_rows(output, npu_id) -> list[str]:
+    """The two table rows of one NPU in `npu-smi info` (name/health row and chip/bus-id row)."""
+    lines = output.lines()
+    found: list[str] = []
+    for index in output.index("npu-rows", _npu_rows).get(npu_id, []):
+        found.extend(line.rstrip() for line in lines[index : index + 2])
     return found
 
 
-def matching_lines(text: str, pattern: str, limit: int = 10) -> list[str]:
-    regex = re.compile(pattern)
-    hits = [line.rstrip() for line in text.splitlines() if regex.search(line)]
-    return hits[:limit]
+def lines_at(output, numbers, limit: int = 10) -> list[str]:
+    """The output's lines at 1-based `numbers` (as parsers record them), at most `limit`."""
+    lines = output.lines()
+    return [lines[n - 1].rstrip() for n in list(numbers)[:limit] if 0 < n <= len(lines)]
 
 
 def key_value_lines(text: str, keys: tuple) -> list[str]:
@@ -124,35 +173,37 @@ def key_value_lines(text: str, keys: tuple) -> list[str]:
     return hits
 
 
-def lspci_link_lines(text: str, bus_id: str) -> list[str]:
-    """The header and LnkCap/LnkSta lines of one device in `lspci -vvv`."""
-    want = norm_bus_id(bus_id)
-    found: list[str] = []
-    in_device = False
-    for line in text.splitlines():
+def _lspci_links(lines: list[str]) -> dict:
+    """Bus id -> indexes of its header line and its LnkCap/LnkSta lines in `lspci -vvv`."""
+    devices: dict = {}
+    current = None
+    for index, line in enumerate(lines):
         if line and not line[0].isspace():
-            if in_device:
-                break
-            in_device = norm_bus_id(line.split(" ", 1)[0]) == want
-            if in_device:
-                found.append(line.rstrip())
-            continue
-        if in_device and re.match(r"\s*(LnkCap|LnkSta):", line):
-            found.append(line.rstrip())
-    return found
+            current = devices.setdefault(norm_bus_id(line.split(" ", 1)[0]), [index])
+        elif current is not None and _LINK_FIELD.match(line):
+            current.append(index)
+    return devices
 
 
-def nvlink_gpu_lines(text: str, gpu_index: int, only_down: bool = True) -> list[str]:
+def lspci_link_lines(output, bus_id: str) -> list[str]:
+    """The header and LnkCap/LnkSta lines of one device in `lspci -vvv`."""
+    lines = output.lines()
+    return [lines[i].rstrip() for i in output.index("lspci-links", _lspci_links).get(norm_bus_id(bus_id), [])]
+
+
+def _nvlink_gpus(lines: list[str]) -> dict:
+    """GPU index -> (first, end) line indexes of its block in `nvidia-smi nvlink -s`."""
+    return _sections(lines, _NVLINK_GPU, int)
+
+
+def nvlink_gpu_lines(output, gpu_index: int, only_down: bool = True) -> list[str]:
     """`nvidia-smi nvlink -s` lines of one GPU: its header and (inactive) link lines."""
-    found: list[str] = []
-    in_gpu = False
-    for line in text.splitlines():
-        match = re.match(r"GPU (\d+):", line)
-        if match:
-            in_gpu = int(match.group(1)) == gpu_index
-            if in_gpu:
-                found.append(line.rstrip())
-            continue
-        if in_gpu and line.strip() and (not only_down or not re.search(r"\d+(\.\d+)?\s*GB/s", line)):
-            found.append(line.rstrip())
-    return found
+    lines = output.lines()
+    span = output.index("nvlink-gpus", _nvlink_gpus).get(gpu_index)
+    if span is None:
+        return []
+    first, end = span
+    body = [ln.rstrip() for ln in lines[first + 1 : end] if ln.strip()]
+    if only_down:
+        body = [ln for ln in body if not _LINK_SPEED.search(ln)]
+    return [lines[first].rstrip(), *body]

@@ -1,172 +1,291 @@
-"""Check and normalise what a node is expected to be (`expected` of validate_node).
+"""What a node is expected to be: the `node_validate` parameters of one host.
 
-    {"node_sku": "hgx-h100-8gpu", "sku": {...catalog spec...}, "bom": {...},
-     "required_mounts": ["/mnt/jfs"], "hccn_devices": [{id, address, netmask, ...}],
-     "sysfs_root": "/", "skip_checks": ["gpu.mig"]}
+Two steps, one module, so the playbook, the CLI and the node can never
+disagree:
 
-Bad input raises InvalidExpectation naming the variable and the fix; nothing
-runs on a node against an expectation that makes no sense.
+- `build_expected(host, hostvars)` (controller: the validate playbook's
+  `cf_validation_expected` filter, the CLI's pre-flight and `--from-capture`)
+  turns a host's inventory variables into
+
+      {"node_sku": "hgx-h100-8gpu", "sku": {...catalog spec...}, "bom": {...},
+       "required_mounts": ["/mnt/jfs"], "hccn_devices": [{id, address, netmask, ...}],
+       "sysfs_root": "/", "skip_checks": ["gpu.mig"], "os_release": "debian 12",
+       "root_min_free_gib": 10}
+
+  checking each input once (docs/design.md names the variables).
+- `normalize(expected)` (node: `node_validate`, and `build_expected` itself)
+  checks that shape again, as a module must check its parameters, and fills
+  the defaults the checks read.
+
+Bad input raises InvalidExpectation naming the host, the variable and the fix.
 """
 
 from __future__ import annotations
 
+import json
+
+from . import catalog
 from .checks import CHECK_IDS
+from .inputs import InputError, is_template
+from .versions import format_problem
 
-VENDORS = ("nvidia", "huawei", "alibaba")
-LINK_LAYERS = ("infiniband", "ethernet")
-FLAVOURS = ("proprietary", "open", "any")
-SKU_FIX = "fix the SKU in cli/clusterforge/data/skus.yml or the inventory's clusterforge_sku_catalog"
+BOM_VARIABLES = (
+    "nvidia_driver_version",
+    "cuda_version",
+    "nccl_version",
+    "dcgm_version",
+    "ascend_driver_version",
+    "cann_version",
+)
+# Required mounts are for the nodes that run jobs: a site lists them once in
+# group_vars/all and control or storage nodes are not held to them.
+# `validate_mount_groups` changes the groups.
+DEFAULT_MOUNT_GROUPS = ("gpu_nvidia", "npu_ascend", "npu_ppu", "slurm_workers", "k8s_workers")
+# Below this much free space on / a node fails node.root_fs (twice this: warn).
+DEFAULT_ROOT_MIN_FREE_GIB = 10.0
+# Every variable build_expected reads (besides `group_names`).
+INPUT_VARIABLES = (
+    "node_sku",
+    catalog.OVERRIDE_VARIABLE,
+    *BOM_VARIABLES,
+    "os_release",
+    "validate_required_mounts",
+    "validate_mount_groups",
+    "validate_root_min_free_gib",
+    "hccn_devices",
+    "sysfs_root",
+    "validate_sysfs_root",
+    "validate_skip_checks",
+)
+SKU_FIX = (
+    "fix the SKU in plugins/module_utils/cfcore/data/skus.yml or the inventory's clusterforge_sku_catalog"
+)
+HCCN_FIX = (
+    "fix the host's hccn_devices in the inventory "
+    "(one {id, address, netmask, gateway, netdetect} per NPU NIC)"
+)
 
 
-class InvalidExpectation(ValueError):
+class InvalidExpectation(InputError):
     """The expected state of a node is malformed; the message says where and how to fix it."""
 
 
-def _positive_int(value, where: str, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
-        raise InvalidExpectation(f"{where} must be a whole number, got {value!r}: {SKU_FIX}")
-    number = int(value)
-    if number == 0 and not allow_zero:
-        raise InvalidExpectation(f"{where} must be at least 1, got 0: {SKU_FIX}")
-    return number
+def inputs_of(hostvars: dict) -> dict:
+    """The variables build_expected reads, from all of a host's variables."""
+    return {name: hostvars[name] for name in INPUT_VARIABLES if name in hostvars}
 
 
-def _number(value, where: str) -> float:
+class SkuResolver:
+    """Looks SKUs up in the catalog; merges the catalog once per distinct override set."""
+
+    def __init__(self) -> None:
+        self._catalogs: dict = {}
+
+    def spec(self, name: str, overrides) -> dict:
+        key = json.dumps(overrides or {}, sort_keys=True, default=str)
+        if key not in self._catalogs:
+            self._catalogs[key] = catalog.load_catalog(overrides or None)
+        known = self._catalogs[key]
+        if name not in known:
+            raise InputError(catalog.unknown_sku_message(name, known), catalog.unknown_sku_fix(known))
+        return known[name]
+
+
+# ---------------------------------------------------------------- controller ----
+
+
+def build_expected(host: str, hostvars: dict, resolver: SkuResolver | None = None) -> dict:
+    """The node_validate parameters (all but `level`) of `host`; errors name the host and variable."""
+    templated = sorted(name for name in INPUT_VARIABLES if is_template(hostvars.get(name)))
+    if templated:
+        raise InvalidExpectation(
+            f"host {host}: {', '.join(templated)} still hold Jinja templates",
+            "let Ansible resolve them (the validate playbook does), or give plain values",
+        )
+    node_sku = hostvars.get("node_sku")
+    if not isinstance(node_sku, str) or not node_sku.strip():
+        raise InvalidExpectation(
+            f"host {host}: variable node_sku is {'not set' if node_sku is None else repr(node_sku)}",
+            "set node_sku to a SKU of the catalog (`clusterforge inventory skus` lists them) in the "
+            "host's inventory entry or its group_vars",
+        )
+    overrides = hostvars.get(catalog.OVERRIDE_VARIABLE) or {}
     try:
-        if isinstance(value, bool):
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
-        raise InvalidExpectation(f"{where} must be a number, got {value!r}: {SKU_FIX}") from None
+        sku = (resolver or SkuResolver()).spec(node_sku, overrides)
+    except InputError as err:
+        raise InvalidExpectation(f"host {host}: variable node_sku: {err.message}", err.fix) from None
+    expected = {
+        "node_sku": node_sku,
+        "sku": sku,
+        "bom": _bom(host, hostvars),
+        "required_mounts": _string_list(host, hostvars, "validate_required_mounts")
+        if _runs_jobs(host, hostvars)
+        else [],
+        "hccn_devices": hostvars.get("hccn_devices") or [],
+        "sysfs_root": hostvars.get("validate_sysfs_root", hostvars.get("sysfs_root")) or "/",
+        "skip_checks": _string_list(host, hostvars, "validate_skip_checks"),
+        "os_release": hostvars.get("os_release"),
+        "root_min_free_gib": hostvars.get("validate_root_min_free_gib", DEFAULT_ROOT_MIN_FREE_GIB),
+    }
+    try:
+        normalize(expected)
+    except InvalidExpectation as err:
+        raise InvalidExpectation(f"host {host}: {err.message}", err.fix) from None
+    return expected
 
 
-def _accelerator(spec, sku: str) -> dict | None:
-    if spec is None:
-        return None
-    where = f"sku.accelerator of SKU {sku}"
-    if not isinstance(spec, dict):
-        raise InvalidExpectation(f"{where} must be a mapping or null, got {type(spec).__name__}: {SKU_FIX}")
-    accel = dict(spec)
-    vendor = str(accel.get("vendor") or "").lower()
-    if vendor not in VENDORS:
+def _bom(host: str, hostvars: dict) -> dict:
+    bom = {}
+    for name in BOM_VARIABLES:
+        value = hostvars.get(name)
+        if value is None or value == "":
+            continue
+        problem = format_problem(name, value)
+        if problem:
+            raise InvalidExpectation(
+                f"host {host}: variable {name} {problem}",
+                f"set {name} in group_vars/all/versions.yml (or the --bom file) to the version string",
+            )
+        bom[name] = str(value)
+    return bom
+
+
+def _runs_jobs(host: str, hostvars: dict) -> bool:
+    groups = hostvars.get("validate_mount_groups")
+    groups = DEFAULT_MOUNT_GROUPS if groups is None else groups
+    if not isinstance(groups, (list, tuple)):
         raise InvalidExpectation(
-            f"{where}.vendor is {accel.get('vendor')!r}, not one of {', '.join(VENDORS)}: {SKU_FIX}"
+            f"host {host}: variable validate_mount_groups must be a list of group names, got {groups!r}",
+            "e.g. validate_mount_groups: [gpu_nvidia, npu_ascend]",
         )
-    accel["vendor"] = vendor
-    if not str(accel.get("model") or "").strip():
-        raise InvalidExpectation(f"{where}.model is missing: {SKU_FIX}")
-    accel["count"] = _positive_int(accel.get("count"), f"{where}.count")
-    for key in ("pcie_gen", "pcie_width", "nvlink_links_per_device"):
-        if accel.get(key) is not None:
-            accel[key] = _positive_int(accel[key], f"{where}.{key}", allow_zero=True)
-    flavour = str(accel.get("kernel_module_flavour") or "any").lower()
-    if flavour not in FLAVOURS:
+    member_of = hostvars.get("group_names")
+    if member_of is None:  # no group information (a capture): the mounts apply
+        return True
+    return bool(set(member_of) & set(groups))
+
+
+def _string_list(host: str, hostvars: dict, name: str) -> list:
+    value = hostvars.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        example = "[/mnt/jfs]" if name.endswith("mounts") else "[gpu.mig]"
         raise InvalidExpectation(
-            f"{where}.kernel_module_flavour is {flavour!r}, not one of {', '.join(FLAVOURS)}: {SKU_FIX}"
+            f"host {host}: variable {name} must be a list of strings, got {value!r}",
+            f"write it as a YAML list, e.g. {name}: {example}",
         )
-    accel["kernel_module_flavour"] = flavour
-    mig = str(accel.get("mig_mode") or "disabled").lower()
-    if mig not in ("disabled", "enabled"):
-        raise InvalidExpectation(f"{where}.mig_mode is {mig!r}, not disabled or enabled: {SKU_FIX}")
-    accel["mig_mode"] = mig
-    if accel.get("min_driver") is not None:
-        accel["min_driver"] = str(accel["min_driver"])
-    return accel
+    return list(value)
 
 
-def _hca(spec, sku: str) -> dict | None:
-    if spec is None:
-        return None
-    where = f"sku.hca of SKU {sku}"
-    if not isinstance(spec, dict):
-        raise InvalidExpectation(f"{where} must be a mapping or null, got {type(spec).__name__}: {SKU_FIX}")
-    hca = dict(spec)
-    hca["count"] = _positive_int(hca.get("count"), f"{where}.count")
-    if hca.get("rate_gbps") is not None:
-        hca["rate_gbps"] = _number(hca["rate_gbps"], f"{where}.rate_gbps")
-    layer = hca.get("link_layer")
-    if layer is not None and str(layer).lower() not in LINK_LAYERS:
-        raise InvalidExpectation(f"{where}.link_layer is {layer!r}, not InfiniBand or Ethernet: {SKU_FIX}")
-    for key, what in (
-        ("devices", "CA name patterns such as mlx5_[0-7]"),
-        ("ca_types", "CA types such as MT4129"),
-    ):
-        value = hca.get(key)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-            raise InvalidExpectation(f"{where}.{key} must be a list of {what}: {SKU_FIX}")
-    return hca
+# ---------------------------------------------------------------------- node ----
 
 
-def _hccn_devices(plan, sku: str) -> list[dict]:
-    fix = (
-        "fix the host's hccn_devices in the inventory "
-        "(one {id, address, netmask, gateway, netdetect} per NPU NIC)"
-    )
+def normalize(expected: dict) -> dict:
+    """The checked expectation with defaults filled in, as the checks read it."""
+    if not isinstance(expected, dict):
+        raise InvalidExpectation("expected must be a mapping with node_sku, sku, bom, ...")
+    node_sku = expected.get("node_sku")
+    if not isinstance(node_sku, str) or not node_sku.strip():
+        raise InvalidExpectation("node_sku is missing", "set node_sku for the host in the inventory")
+    sku = expected.get("sku")
+    issues = catalog.validate_catalog({node_sku: sku})
+    if issues:
+        raise InvalidExpectation(
+            f"the spec of SKU {node_sku} is invalid: "
+            + "; ".join(f"{path}: {what}" for path, what in issues),
+            SKU_FIX,
+        )
+    bom = expected.get("bom") or {}
+    if not isinstance(bom, dict):
+        raise InvalidExpectation(
+            "bom must be a mapping of the version variables", "see group_vars/all/versions.yml"
+        )
+    mounts = expected.get("required_mounts") or []
+    if not isinstance(mounts, list) or not all(isinstance(m, str) and m.startswith("/") for m in mounts):
+        raise InvalidExpectation(
+            f"validate_required_mounts must be a list of absolute paths, got {mounts!r}",
+            "list absolute mount points in group_vars/all/storage.yml, e.g. [/mnt/jfs]",
+        )
+    skip = expected.get("skip_checks") or []
+    unknown = [c for c in skip if c not in CHECK_IDS] if isinstance(skip, list) else [skip]
+    if unknown:
+        raise InvalidExpectation(
+            f"validate_skip_checks names unknown check ids {', '.join(map(str, unknown))}",
+            f"use ids of: {', '.join(CHECK_IDS)}",
+        )
+    sysfs_root = expected.get("sysfs_root") or "/"
+    if not isinstance(sysfs_root, str) or not sysfs_root.startswith("/"):
+        raise InvalidExpectation(
+            f"sysfs_root must be an absolute path, got {sysfs_root!r}",
+            "leave it unset (the node's /) unless the node's sysfs is mounted elsewhere",
+        )
+    accel = sku["accelerator"]
+    return {
+        "node_sku": node_sku,
+        "sku": sku,
+        "accelerator": None
+        if accel is None
+        else {"kernel_module_flavour": "any", "mig_mode": "disabled", **accel},
+        "hca": sku["hca"],
+        "npu_nics": sku["npu_nics"],
+        "bom": {k: str(v) for k, v in bom.items() if v is not None},
+        "required_mounts": list(mounts),
+        "hccn_devices": _hccn_devices(expected.get("hccn_devices")),
+        "sysfs_root": sysfs_root,
+        "skip_checks": list(skip),
+        "os_release": _os_release(expected.get("os_release")),
+        "root_min_free_gib": _root_min_free(expected.get("root_min_free_gib", DEFAULT_ROOT_MIN_FREE_GIB)),
+    }
+
+
+def _hccn_devices(plan) -> list:
     if plan is None:
         return []
     if not isinstance(plan, list):
-        raise InvalidExpectation(f"hccn_devices must be a list, got {type(plan).__name__}: {fix}")
+        raise InvalidExpectation(f"hccn_devices must be a list, got {type(plan).__name__}", HCCN_FIX)
     entries = []
     seen = set()
     for index, entry in enumerate(plan):
         if not isinstance(entry, dict):
-            raise InvalidExpectation(f"hccn_devices[{index}] must be a mapping: {fix}")
+            raise InvalidExpectation(f"hccn_devices[{index}] must be a mapping, got {entry!r}", HCCN_FIX)
         for key in ("id", "address", "netmask"):
             if entry.get(key) in (None, ""):
-                raise InvalidExpectation(f"hccn_devices[{index}] lacks {key!r}: {fix}")
+                raise InvalidExpectation(f"hccn_devices[{index}] lacks {key!r}", HCCN_FIX)
         device = entry["id"]
-        if isinstance(device, bool) or not str(device).isdigit():
+        if isinstance(device, bool) or not str(device).isascii() or not str(device).isdigit():
             raise InvalidExpectation(
-                f"hccn_devices[{index}].id must be a device number, got {device!r}: {fix}"
+                f"hccn_devices[{index}].id must be a device number, got {device!r}", HCCN_FIX
             )
         if int(device) in seen:
-            raise InvalidExpectation(f"hccn_devices[{index}].id {device} appears twice: {fix}")
+            raise InvalidExpectation(f"hccn_devices[{index}].id {device} appears twice", HCCN_FIX)
         seen.add(int(device))
         entries.append({**entry, "id": int(device)})
     return entries
 
 
-def normalize(expected: dict) -> dict:
-    if not isinstance(expected, dict):
-        raise InvalidExpectation("expected must be a mapping with node_sku, sku, bom, ...")
-    node_sku = str(expected.get("node_sku") or "").strip()
-    if not node_sku:
-        raise InvalidExpectation("node_sku is missing: set node_sku for the host in the inventory")
-    sku = expected.get("sku")
-    if not isinstance(sku, dict):
-        raise InvalidExpectation(f"sku (the catalog spec of {node_sku}) must be a mapping: {SKU_FIX}")
-    bom = expected.get("bom") or {}
-    if not isinstance(bom, dict):
+def _os_release(plan):
+    """ "debian 12" -> {"id": "debian", "version_id": "12", "text": "debian 12"}; None when unplanned."""
+    if plan is None or plan == "":
+        return None
+    words = plan.split() if isinstance(plan, str) else []
+    if len(words) != 2 or not all(word.isascii() for word in words):
         raise InvalidExpectation(
-            "bom must be a mapping of the version variables (group_vars/all/versions.yml)"
+            f"os_release must be the OS ID and VERSION_ID of /etc/os-release, got {plan!r}",
+            'e.g. os_release: "debian 12" or "ubuntu 22.04" or "rhel 9.4"',
         )
-    mounts = expected.get("required_mounts") or []
-    if not isinstance(mounts, list) or not all(isinstance(m, str) and m.startswith("/") for m in mounts):
+    return {"id": words[0].lower(), "version_id": words[1], "text": f"{words[0].lower()} {words[1]}"}
+
+
+def _root_min_free(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        value = None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if not number >= 0:  # also rejects NaN
         raise InvalidExpectation(
-            f"required_mounts must be a list of absolute paths, got {mounts!r}: "
-            "fix validate_required_mounts in group_vars/all/storage.yml"
+            f"validate_root_min_free_gib must be a number of GiB, got {value!r}",
+            "e.g. validate_root_min_free_gib: 10",
         )
-    skip = expected.get("skip_checks") or []
-    if not isinstance(skip, list):
-        raise InvalidExpectation(f"skip_checks must be a list of check ids, got {skip!r}")
-    unknown = [c for c in skip if c not in CHECK_IDS]
-    if unknown:
-        raise InvalidExpectation(
-            f"skip_checks names unknown check ids {', '.join(map(str, unknown))}; "
-            f"known: {', '.join(CHECK_IDS)}"
-        )
-    npu_nics = sku.get("npu_nics")
-    if npu_nics is not None and not isinstance(npu_nics, dict):
-        raise InvalidExpectation(f"sku.npu_nics of SKU {node_sku} must be a mapping or null: {SKU_FIX}")
-    return {
-        "node_sku": node_sku,
-        "sku": sku,
-        "accelerator": _accelerator(sku.get("accelerator"), node_sku),
-        "hca": _hca(sku.get("hca"), node_sku),
-        "npu_nics": npu_nics,
-        "bom": {k: str(v) for k, v in bom.items() if v is not None},
-        "required_mounts": list(mounts),
-        "hccn_devices": _hccn_devices(expected.get("hccn_devices"), node_sku),
-        "sysfs_root": str(expected.get("sysfs_root") or "/"),
-        "skip_checks": list(skip),
-    }
+    return number

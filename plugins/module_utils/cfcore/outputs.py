@@ -38,6 +38,8 @@ class Output:
         self.data = data
         self.error = error
         self.file = file
+        self._lines: list | None = None
+        self._memo: dict = {}
 
     @classmethod
     def from_data(cls, command: str, data: dict, text: str = "") -> Output:
@@ -54,7 +56,16 @@ class Output:
         return self.data is not None
 
     def lines(self) -> list[str]:
-        return self.text.splitlines()
+        """The text's lines, split once (evidence looks them up by index)."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines
+
+    def index(self, name: str, build):
+        """`build(lines)` computed once per output: evidence lookups stay linear in the output's size."""
+        if name not in self._memo:
+            self._memo[name] = build(self.lines())
+        return self._memo[name]
 
     def __repr__(self) -> str:
         return f"Output({self.command!r}, {self.state!r}, rc={self.rc})"

@@ -8,8 +8,8 @@ Ansible's JSON boundary unchanged):
 
 `error` means the check could not run (tool missing, timed out, output not
 understood). It is never counted as a pass: the node's overall status is the
-worst of its checks in the order fail > error > warn > pass, and `skip` only
-when every check skipped.
+worst of its checks in the order fail > error > warn > pass, `skip` only
+when every check skipped, and `error` when there is no check at all.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ _SEVERITY_ORDER = (FAIL, ERROR, WARN, PASS)
 
 # Evidence lines are for a human reading a report: keep a handful, not whole outputs.
 MAX_EVIDENCE_LINES = 40
+# Findings named in one merged message; the count of the others follows.
+MAX_MERGED_MESSAGES = 10
 
 
 def evidence(command: str, lines: list[str] | None = None, file: str | None = None) -> dict:
@@ -78,9 +80,18 @@ def skipped(check_id: str, reason: str) -> dict:
     return result(check_id, SKIP, reason)
 
 
-def worst(statuses: list[str]) -> str:
-    """The overall status of a set of check statuses (see the module docstring)."""
+def worst(statuses) -> str:
+    """The overall status of a set of check statuses (see the module docstring).
+
+    The one implementation for checks, nodes and fleets. No status at all means
+    nothing was checked: `error`, never a silent `skip` or `pass`.
+    """
     present = set(statuses)
+    if not present:
+        return ERROR
+    unknown = present - set(STATUSES)
+    if unknown:
+        raise ValueError(f"unknown check status(es) {', '.join(sorted(map(str, unknown)))}")
     for status in _SEVERITY_ORDER:
         if status in present:
             return status
@@ -97,7 +108,10 @@ def merge(check_id: str, findings: list[dict], ok_message: str, ok_evidence: dic
         return passed(check_id, ok_message, ok_evidence)
     status = worst([f["status"] for f in findings])
     decisive = [f for f in findings if f["status"] == status]
-    message = "; ".join(f["message"] for f in decisive)
+    # A hostile or broken output can name thousands of devices: a report line names a few.
+    message = "; ".join(f["message"] for f in decisive[:MAX_MERGED_MESSAGES])
+    if len(decisive) > MAX_MERGED_MESSAGES:
+        message += f"; ... and {len(decisive) - MAX_MERGED_MESSAGES} more"
     lines: list[str] = []
     commands: list[str] = []
     files: list[str] = []

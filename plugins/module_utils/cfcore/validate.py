@@ -14,11 +14,15 @@ directory written by tools/cf-capture.sh; nothing runs). `expected`:
 "skip_checks"} as docs/design.md describes; a malformed one raises
 InvalidExpectation (a ValueError) whose message names the variable and the fix.
 `level`: "quick" (seconds) or "full" (adds `dcgmi diag -r 2`, minutes).
+`check_mode`: Ansible's check mode: nothing that loads the GPUs runs, so
+`gpu.dcgm_diag` (an active stress test) is skipped, saying why.
 
 The result is the `node_result` dict of docs/design.md: host, node_sku, level,
 status (fail > error > warn > pass; skip only if every check skipped), checks
 (one per check id, in a fixed order), metrics, facts, collected_at, duration_s.
-An unhealthy node is a result, never an exception.
+An unhealthy node is a result, never an exception: a parser or check that fails
+on input it did not foresee makes that check `error` (with the command, the file
+and the exception as evidence) and every other check still runs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from .checks import (
     CHECK_IDS,
     GPU_CHECKS,
     GPU_FULL_CHECKS,
+    IB_CHECKS,
+    NODE_CHECKS,
     NPU_CHECKS,
     PPU_CHECKS,
     ascend,
@@ -37,7 +43,7 @@ from .checks import (
     nvidia,
 )
 from .checks import node as node_checks
-from .checks.common import as_int, unavailable
+from .checks.common import as_int, crashed, unavailable
 from .collect import Collector
 from .expected import InvalidExpectation, normalize
 from .facts import node_facts
@@ -56,6 +62,11 @@ MODINFO = (("modinfo", "-F", "license", "nvidia"), None)
 DCGM_DIAG = ("dcgmi", "diag", "-r", "2", "-j")
 IBSTAT = (("ibstat",), "ibstat")
 NPU_SMI = (("npu-smi", "info"), "npu-smi-info")
+CHRONY = (("chronyc", "-n", "tracking"), None)
+TIMEDATECTL = (("timedatectl", "show", "-p", "NTP", "-p", "NTPSynchronized"), None)
+# Time services answer at once; a hung one must not hold up the node.
+TIME_TIMEOUT_S = 5
+DEFAULT_ROOT_MIN_FREE_GIB = 10.0
 
 # A dcgmi diag -r 2 takes minutes on 8 GPUs.
 DCGM_TIMEOUT_S = 1200
@@ -77,13 +88,13 @@ def _hccn(device: int, option: str, kind: str) -> tuple:
     return ("hccn_tool", "-i", str(device), option, "-g"), kind
 
 
-def validate_node(source, expected: dict, level: str = "quick") -> dict:
+def validate_node(source, expected: dict, level: str = "quick", check_mode: bool = False) -> dict:
     if level not in LEVELS:
         raise InvalidExpectation(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     started = time.monotonic()
     collected_at = _now()
     exp = normalize(expected)
-    run = _NodeRun(source, exp, level)
+    run = _NodeRun(source, exp, level, check_mode)
     checks = run.checks()
     skip = set(exp["skip_checks"])
     checks = [
@@ -106,20 +117,22 @@ def validate_node(source, expected: dict, level: str = "quick") -> dict:
 class _NodeRun:
     """One validation of one node: collects each input once, then runs the SKU's checks."""
 
-    def __init__(self, source, exp: dict, level: str):
+    def __init__(self, source, exp: dict, level: str, check_mode: bool = False):
         self.source = source
         self.exp = exp
         self.level = level
+        self.check_mode = check_mode
         self.accel = exp["accelerator"]
         self.vendor = self.accel["vendor"] if self.accel else None
         self.collector = Collector(source)
         self.metrics: dict = {}
+        self.metrics_errors: list = []
         self._outputs: dict = {}
 
     # -- collection -----------------------------------------------------------------
 
     def _first_requests(self) -> list[tuple]:
-        requests = []
+        requests = [CHRONY]
         if self.vendor == "nvidia":
             requests += [NVIDIA_SMI_XML, DMESG, LSPCI_NVIDIA]
             if self.accel.get("nvlink_links_per_device"):
@@ -170,18 +183,44 @@ class _NodeRun:
             return ibstat
         root = self.source.sysfs_root(self.exp["sysfs_root"])
         sysfs = self.collector.sysfs_infiniband(root)
-        if sysfs.ok:
-            return sysfs
-        return ibstat
+        # A refused tree (a link out of the capture) says more than ibstat's absence.
+        return sysfs if sysfs.ok or sysfs.state == "refused" else ibstat
 
     # -- checks ---------------------------------------------------------------------
 
     def checks(self) -> list[dict]:
         self.collector.prefetch(self._first_requests())
         by_id: dict = {}
-        for result in self._accelerator_checks() + self._fabric_checks() + self._node_checks():
-            by_id[result["id"]] = result
+        groups = (
+            (self._accelerator_checks, GPU_CHECKS + GPU_FULL_CHECKS + NPU_CHECKS + PPU_CHECKS),
+            (self._fabric_checks, IB_CHECKS),
+            (self._node_checks, NODE_CHECKS),
+        )
+        for group, ids in groups:
+            try:
+                results = group()
+            except Exception as exc:  # outside any one check (collection, ids): this group's checks err
+                results = [crashed(check_id, exc) for check_id in ids]
+            for result in results:
+                by_id[result["id"]] = result
         return [by_id[check_id] for check_id in CHECK_IDS if check_id in by_id]
+
+    @staticmethod
+    def _check(check_id: str, function, *inputs) -> dict:
+        """One check's result; an exception inside it becomes its `error`, never the node's failure."""
+        try:
+            return function(*inputs)
+        except Exception as exc:
+            return crashed(check_id, exc, inputs)
+
+    def _metrics(self, function, *inputs) -> None:
+        # Metrics are figures for outlier detection: a failure to compute them loses only them.
+        try:
+            self.metrics.update(function(*inputs))
+        except Exception as exc:
+            self.metrics_errors.append(
+                f"{getattr(function, '__module__', '')}.metrics: {type(exc).__name__}: {exc}"
+            )
 
     def _accelerator_checks(self) -> list[dict]:
         if self.vendor is None:
@@ -221,31 +260,42 @@ class _NodeRun:
         fabric_manager = self._run(FABRIC_MANAGER) if has_nvswitch else None
         proc_version = self.collector.read("/proc/driver/nvidia/version")
         modinfo = None if proc_version.ok else self._run(MODINFO)
+        check = self._check
         results = [
-            nvidia.gpu_tool(smi),
-            nvidia.gpu_count(smi, accel, lspci),
-            nvidia.gpu_model(smi, accel),
-            nvidia.gpu_driver_version(smi, accel, bom),
-            nvidia.gpu_kernel_modules(proc_version, modinfo, accel),
-            nvidia.gpu_pcie_link(smi, accel, lspci),
-            nvidia.gpu_nvlink(nvlink, smi, accel),
-            nvidia.gpu_fabric_manager(fabric_manager, accel, smi),
-            nvidia.gpu_persistence_mode(smi),
-            nvidia.gpu_xid(kernel_log, smi),
-            nvidia.gpu_ecc(smi),
-            nvidia.gpu_retired_pages(smi),
-            nvidia.gpu_remapped_rows(smi),
-            nvidia.gpu_mig(smi, accel),
+            check("gpu.tool", nvidia.gpu_tool, smi),
+            check("gpu.count", nvidia.gpu_count, smi, accel, lspci),
+            check("gpu.model", nvidia.gpu_model, smi, accel),
+            check("gpu.driver_version", nvidia.gpu_driver_version, smi, accel, bom),
+            check("gpu.kernel_modules", nvidia.gpu_kernel_modules, proc_version, modinfo, accel),
+            check("gpu.pcie_link", nvidia.gpu_pcie_link, smi, accel, lspci),
+            check("gpu.nvlink", nvidia.gpu_nvlink, nvlink, smi, accel),
+            check("gpu.fabric_manager", nvidia.gpu_fabric_manager, fabric_manager, accel, smi),
+            check("gpu.persistence_mode", nvidia.gpu_persistence_mode, smi),
+            check("gpu.xid", nvidia.gpu_xid, kernel_log, smi),
+            check("gpu.ecc", nvidia.gpu_ecc, smi),
+            check("gpu.retired_pages", nvidia.gpu_retired_pages, smi),
+            check("gpu.remapped_rows", nvidia.gpu_remapped_rows, smi),
+            check("gpu.mig", nvidia.gpu_mig, smi, accel),
+            self._dcgm_diag(),
         ]
-        if self.level == "full" and "gpu.dcgm_diag" not in self.exp["skip_checks"]:
-            results.append(dcgm.gpu_dcgm_diag(self.collector.run(DCGM_DIAG, None, DCGM_TIMEOUT_S)))
-        else:
-            why = "runs only at level full" if self.level != "full" else "skipped by skip_checks"
-            results.append(skipped("gpu.dcgm_diag", f"dcgmi diag -r 2 {why}"))
-        self.metrics.update(nvidia.metrics(smi, nvlink, kernel_log))
+        self._metrics(nvidia.metrics, smi, nvlink, kernel_log)
         self._outputs["smi"] = smi
         self._outputs["flavour"] = nvidia.kernel_module_flavour(proc_version, modinfo)[0]
         return results
+
+    def _dcgm_diag(self) -> dict:
+        if self.level != "full":
+            return skipped("gpu.dcgm_diag", "dcgmi diag -r 2 runs only at level full")
+        if "gpu.dcgm_diag" in self.exp["skip_checks"]:
+            return skipped("gpu.dcgm_diag", "dcgmi diag -r 2 skipped by skip_checks")
+        if self.check_mode:
+            return skipped(
+                "gpu.dcgm_diag",
+                "dcgmi diag -r 2 not run in check mode: it is an active stress test that loads the GPUs "
+                "for minutes, and check mode runs nothing that changes or loads the node",
+            )
+        diag = self.collector.run(DCGM_DIAG, None, DCGM_TIMEOUT_S)
+        return self._check("gpu.dcgm_diag", dcgm.gpu_dcgm_diag, diag)
 
     def _ascend(self) -> list[dict]:
         accel, bom, npu_nics = self.accel, self.exp["bom"], self.exp["npu_nics"]
@@ -270,20 +320,23 @@ class _NodeRun:
         addresses = {d: self._run(_hccn(d, "-ip", "hccn-ip")) for d in nic_ids}
         links = {d: self._run(_hccn(d, "-link", "hccn-link")) for d in nic_ids}
         net_health = {d: self._run(_hccn(d, "-net_health", "hccn-net-health")) for d in nic_ids}
+        check = self._check
+        if info.usable:
+            firmware = check("npu.firmware_compat", ascend.npu_firmware_compat, boards, ids)
+        else:
+            firmware = unavailable("npu.firmware_compat", info, ascend.INFO_FAILED)
         results = [
-            ascend.npu_tool(info),
-            ascend.npu_count(info, accel),
-            ascend.npu_model(info, accel),
-            ascend.npu_health(info, healths),
-            ascend.npu_driver_version(info, accel, bom),
-            ascend.npu_firmware_compat(boards, ids)
-            if info.usable
-            else unavailable("npu.firmware_compat", info, ascend.INFO_FAILED),
-            ascend.npu_nic_link(links, npu_nics),
-            ascend.npu_nic_net_health(net_health, npu_nics),
-            ascend.npu_nic_ip(addresses, self.exp["hccn_devices"], npu_nics),
+            check("npu.tool", ascend.npu_tool, info),
+            check("npu.count", ascend.npu_count, info, accel),
+            check("npu.model", ascend.npu_model, info, accel),
+            check("npu.health", ascend.npu_health, info, healths),
+            check("npu.driver_version", ascend.npu_driver_version, info, accel, bom),
+            firmware,
+            check("npu.nic_link", ascend.npu_nic_link, links, npu_nics),
+            check("npu.nic_net_health", ascend.npu_nic_net_health, net_health, npu_nics),
+            check("npu.nic_ip", ascend.npu_nic_ip, addresses, self.exp["hccn_devices"], npu_nics),
         ]
-        self.metrics.update(ascend.metrics(info, links))
+        self._metrics(ascend.metrics, info, links)
         self._outputs["npu"] = info
         self._outputs["boards"] = boards
         return results
@@ -306,23 +359,53 @@ class _NodeRun:
         hcas = self._hcas() if hca else None
         self._outputs["hcas"] = hcas
         if hcas is not None:
-            self.metrics.update(infiniband.metrics(hcas, hca))
+            self._metrics(infiniband.metrics, hcas, hca)
+        check = self._check
         return [
-            infiniband.ib_hca_count(hcas, hca),
-            infiniband.ib_port_state(hcas, hca),
-            infiniband.ib_port_rate(hcas, hca),
+            check("ib.hca_count", infiniband.ib_hca_count, hcas, hca),
+            check("ib.port_state", infiniband.ib_port_state, hcas, hca),
+            check("ib.port_rate", infiniband.ib_port_rate, hcas, hca),
         ]
 
     def _node_checks(self) -> list[dict]:
+        """Checks of every node, with accelerators or without."""
+        check = self._check
         mounts = self.collector.read("/proc/self/mounts") if self.exp["required_mounts"] else None
-        return [node_checks.node_mounts(mounts, self.exp["required_mounts"])]
+        chrony = self._run(CHRONY)
+        # timedatectl speaks for systemd's time services where chronyc gives no answer.
+        timedatectl = None if chrony.ok else self.collector.run(*TIMEDATECTL, TIME_TIMEOUT_S)
+        plan = self.exp.get("os_release")
+        os_release = self.collector.read("/etc/os-release") if plan else None
+        return [
+            check("node.mounts", node_checks.node_mounts, mounts, self.exp["required_mounts"]),
+            check("node.time_sync", node_checks.node_time_sync, chrony, timedatectl),
+            self._root_fs(),
+            check("node.os_release", node_checks.node_os_release, os_release, plan),
+        ]
+
+    def _root_fs(self) -> dict:
+        space = self.collector.root_fs()
+        minimum = self.exp.get("root_min_free_gib", DEFAULT_ROOT_MIN_FREE_GIB)
+        try:
+            result, found = node_checks.node_root_fs(space, float(minimum))
+        except Exception as exc:
+            return crashed("node.root_fs", exc, (space,))
+        self.metrics.update(found)
+        return result
 
     def facts(self) -> dict:
-        return node_facts(
-            self.vendor,
-            smi=self._outputs.get("smi"),
-            npu=self._outputs.get("npu"),
-            boards=self._outputs.get("boards"),
-            hcas=self._outputs.get("hcas"),
-            flavour=self._outputs.get("flavour"),
-        )
+        try:
+            facts = node_facts(
+                self.vendor,
+                smi=self._outputs.get("smi"),
+                npu=self._outputs.get("npu"),
+                boards=self._outputs.get("boards"),
+                hcas=self._outputs.get("hcas"),
+                flavour=self._outputs.get("flavour"),
+            )
+        except Exception as exc:  # facts describe the node; failing to build them must not lose its checks
+            facts = node_facts(self.vendor)
+            self.metrics_errors.append(f"facts: {type(exc).__name__}: {exc}")
+        if self.metrics_errors:
+            facts["errors"] = list(self.metrics_errors)
+        return facts

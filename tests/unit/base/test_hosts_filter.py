@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from base_role_plugins import load_role_plugin
 
-base_hosts = load_role_plugin("filter_plugins/base_hosts.py")
+base_hosts = load_role_plugin("filter/base_hosts.py")
 
 
 def lines(hostvars, group="all", domain="", order=None):

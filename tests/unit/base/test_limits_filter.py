@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from base_role_plugins import load_role_plugin
 
-base_limits = load_role_plugin("filter_plugins/base_limits.py")
+base_limits = load_role_plugin("filter/base_limits.py")
 
 # /proc/1/limits of a podman container on a host with RLIMIT_NOFILE 20000 and memlock 8 MiB.
 PROC_LIMITS = """\

@@ -7,7 +7,7 @@ import errno
 import pytest
 from base_role_plugins import load_role_plugin
 
-sysctl_live = load_role_plugin("library/base_sysctl_live.py")
+sysctl_live = load_role_plugin("modules/base_sysctl_live.py")
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ ATLAS_SKU = {
         "pcie_gen": 5,
         "pcie_width": 16,
         "min_driver": "23.0.0",
+        "kernel_module_flavour": "any",
     },
     "hca": None,
     "npu_nics": {"count": 8, "rate_gbps": 200, "subnet_rule": "single-subnet"},

@@ -27,12 +27,25 @@ def fake_node(tmp_path: Path, capture: str, tools: dict) -> tuple[Path, Path]:
     source = CAPTURES / capture
     bin_dir, root = tmp_path / "bin", tmp_path / "root"
     bin_dir.mkdir()
+    tools = {"chronyc": "cat @/chronyc-tracking.txt", "df": "cat @/df-P-k-root.txt", **tools}
     for name, body in tools.items():
         fake(bin_dir, name, body.replace("@", str(source)))
     # Tools the host may have must not answer for the fake node.
-    for name in ("nvidia-smi", "npu-smi", "hccn_tool", "ibstat", "lspci", "dcgmi", "modinfo", "journalctl"):
+    for name in (
+        "nvidia-smi",
+        "npu-smi",
+        "hccn_tool",
+        "ibstat",
+        "lspci",
+        "dcgmi",
+        "modinfo",
+        "journalctl",
+        "timedatectl",
+    ):
         if name not in tools:
             fake(bin_dir, name, f"echo '{name}: not on this node' >&2; exit 127")
+    (root / "etc").mkdir(parents=True)
+    shutil.copy(source / "etc-os-release.txt", root / "etc" / "os-release")
     (root / "proc" / "self").mkdir(parents=True)
     shutil.copy(source / "proc-mounts.txt", root / "proc" / "self" / "mounts")
     if (source / "proc-driver-nvidia-version.txt").exists():

@@ -229,7 +229,7 @@ def test_xid_79_fails_with_the_kernel_line_as_evidence():
         "GPU has fallen off the bus."
     )
     log = xid_log(
-        {"pci_bus_id": "0000:48:00.0", "xid": 79, "message": "GPU has fallen off the bus."},
+        {"pci_bus_id": "0000:48:00.0", "xid": 79, "message": "GPU has fallen off the bus.", "line": 2},
         text="[    1.0] boot\n" + line + "\n",
     )
     result = nvidia.gpu_xid(log, smi())

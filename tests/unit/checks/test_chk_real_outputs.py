@@ -93,7 +93,6 @@ def test_real_a3_npu_table(tmp_path):
     )
     expected = atlas_expected(required_mounts=[], hccn_devices=[], bom={"ascend_driver_version": "25.2.0"})
     expected["sku"]["accelerator"].update(model="Ascend910", count=2)
-    expected["sku"]["npu_nics"] = None
     checks = by_id(validate_node(source, expected))
     assert checks["npu.count"]["status"] == "pass" and "4 chips" in checks["npu.count"]["message"]
     assert checks["npu.health"]["status"] == "pass"

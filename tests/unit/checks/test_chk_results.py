@@ -13,7 +13,7 @@ def test_overall_status_never_counts_error_as_pass():
     assert worst(["pass", "warn"]) == "warn"
     assert worst(["skip", "pass"]) == "pass"
     assert worst(["skip", "skip"]) == "skip"
-    assert worst([]) == "skip"
+    assert worst([]) == "error"  # nothing checked is never a silent skip
 
 
 def test_unknown_status_is_refused():
@@ -48,3 +48,16 @@ def test_xid_table_is_documented_and_consistent():
     for code in (13, 31, 43, 45):
         assert xid.classify(code)[1] == "warn"
     assert xid.classify(12345)[1] == "warn"
+
+
+def test_merge_of_thousands_of_findings_names_a_few_and_counts_the_rest():
+    from cfcore.results import failed, merge
+
+    findings = [
+        failed("gpu.xid", f"Xid 79 on 0000:{n:04x}:00.0", {"command": "dmesg", "lines": ["x"]})
+        for n in range(5000)
+    ]
+    merged = merge("gpu.xid", findings, "no Xid")
+    assert merged["status"] == "fail"
+    assert merged["message"].count("Xid 79") == 10 and merged["message"].endswith("; ... and 4990 more")
+    assert len(merged["evidence"]["lines"]) == 41  # 40 lines and the count of the others

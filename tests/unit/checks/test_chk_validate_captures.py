@@ -25,7 +25,7 @@ def not_passing(result: dict) -> dict:
 
 
 def test_healthy_h100_node_passes_every_applicable_check():
-    result = run("h100-healthy", h100_expected())
+    result = run("h100-healthy", h100_expected(os_release="ubuntu 22.04"))
     assert result["status"] == "pass", not_passing(result)
     checks = by_id(result)
     assert [c["id"] for c in result["checks"]] == list(CHECK_IDS)
@@ -184,7 +184,13 @@ def test_skip_checks_and_sku_without_accelerators():
     assert result["status"] == "pass"
     cpu = run("h100-healthy", h100_expected(node_sku="cpu-generic", sku=CPU_SKU, required_mounts=[]))
     assert by_id(cpu)["gpu.count"]["message"] == "SKU cpu-generic has no accelerators"
-    assert cpu["status"] == "skip"
+    # A node without accelerators still gets a verdict from its node checks, never an overall skip.
+    assert cpu["status"] == "pass", not_passing(cpu)
+    assert {c: by_id(cpu)[c]["status"] for c in ("node.time_sync", "node.root_fs")} == {
+        "node.time_sync": "pass",
+        "node.root_fs": "pass",
+    }
+    assert cpu["metrics"]["node.root_free_gib"] == 1492.92  # 1565435092 KiB available
 
 
 def test_full_level_reports_a_missing_dcgm_capture_as_error():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 import pytest
 from clusterforge import __version__
@@ -69,3 +71,29 @@ def test_unexpected_exception_is_internal_error(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: kaput" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", list(walk(cli, []))[1:], ids=lambda p: " ".join(p))
+def test_debug_is_accepted_after_every_sub_command(path, capsys):
+    assert run([*path, "--debug", "--help"]) == 0
+    assert "--debug" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--debug", "facts", "kinds"], ["facts", "--debug", "kinds"], ["facts", "kinds", "--debug"]],
+    ids=["before", "between", "after"],
+)
+def test_debug_anywhere_shows_the_traceback_of_an_internal_error(monkeypatch, capsys, argv):
+    facts_module = importlib.import_module("clusterforge.commands.facts")  # the package re-exports the group
+
+    def boom(*_args, **_kwargs):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(facts_module, "Table", boom)
+    assert run(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error: RuntimeError: kaput" in err
+    # The flag does not stick to the next run in the same process.
+    assert run(["facts", "kinds"]) == 1
+    assert "Traceback" not in capsys.readouterr().err

@@ -128,8 +128,8 @@ class RenderedSource:
 @pytest.mark.parametrize("name", ALL_PROFILES)
 @pytest.mark.parametrize("nic_plan", [True, False], ids=["nic-plan", "no-nic-plan"])
 def test_node_answers_every_replayed_command_validation_runs(ctx, monkeypatch, tmp_path, name, nic_plan):
+    from cfcore.expected import build_expected
     from cfcore.validate import validate_node
-    from clusterforge.validation.expected import build_expected
 
     monkeypatch.setattr(prerender, "cfcore_templates", lambda: ())  # a node has no cfcore
     profile = resolve(ctx, name)

@@ -35,8 +35,10 @@ class Outcome:
         return [p for p in self.problems if p["severity"] == "error" and (rule is None or p["rule"] == rule)]
 
 
-def run_check(capsys: pytest.CaptureFixture, *sources: Path | str, fmt: str = "json") -> Outcome:
-    argv = ["inventory", "check", "--format", fmt]
+def run_check(
+    capsys: pytest.CaptureFixture, *sources: Path | str, fmt: str = "json", flags: tuple[str, ...] = ()
+) -> Outcome:
+    argv = ["inventory", "check", "--format", fmt, *flags]
     for source in sources:
         argv += ["-i", str(source)]
     capsys.readouterr()

@@ -164,11 +164,11 @@ CASES = [
         None,
     ),
     Case(
-        "required-group-var-missing",
-        lambda inv: inv.del_var("group_vars/all/scheduler.yml", "k8s_version"),
-        "vars.required",
-        "ctl-r3-n01",
-        "k8s_version",
+        "ssh-port-out-of-range",
+        lambda inv: inv.set_host_var("gpu-r1-n02", "ansible_port", 70000),
+        "host.port",
+        "gpu-r1-n02",
+        "ansible_port",
     ),
     Case(
         "hccn-plan-missing",

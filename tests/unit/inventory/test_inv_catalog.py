@@ -161,7 +161,6 @@ def test_site_sku_of_the_example_comes_from_the_inventory(tmp_path, capsys):
 def test_bom_rules_load_and_every_rule_cites_a_source():
     rules = load_rules()
     for name in (
-        "version_formats",
         "cuda_minimum_driver",
         "cuda_toolkit_driver",
         "cuda_minimum_for_accelerator",

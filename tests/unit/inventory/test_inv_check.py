@@ -249,7 +249,7 @@ def test_empty_inventory_is_invalid(tmp_path, capsys):
 def test_internal_error_exits_1(monkeypatch, capsys, tmp_path):
     import clusterforge.inventory_check as package
 
-    def explode(sources):
+    def explode(sources, allow_scripts=False):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(package, "check_inventory", explode)

@@ -57,6 +57,10 @@ def test_hosts_follow_the_inventory_model(nodes, access):
         "ansible_host": "10.89.100.11",
         "node_sku": "cpu-generic",
         "rack": "lab-r1",
+        # The lab's time server: no NTP pool is reachable, so it serves its own clock.
+        "base_chrony_servers": [],
+        "base_chrony_local_stratum": 10,
+        "base_chrony_allow": ["all"],
     }
     assert hosts["lab-gpu-02"] == {
         "ansible_host": "10.89.100.13",
@@ -75,6 +79,14 @@ def test_hosts_follow_the_inventory_model(nodes, access):
     assert "hccn_devices" not in hosts["lab-gpu-01"]
 
 
+def test_every_other_node_takes_its_time_from_the_control_node(nodes, access):
+    files = render("lab", nodes, access, SUBNET)
+    assert yaml.safe_load(files["group_vars/all/time.yml"]) == {
+        "base_chrony_pools": [],
+        "base_chrony_servers": ["lab-ctl-01"],
+    }
+
+
 def test_bom_and_connection_vars(nodes, access):
     files = render("lab", nodes, access, SUBNET)
     assert yaml.safe_load(files["group_vars/all/versions.yml"]) == {
@@ -84,6 +96,7 @@ def test_bom_and_connection_vars(nodes, access):
         "dcgm_version": "3.3.7",
         "ascend_driver_version": "24.1.rc2",
         "cann_version": "8.0.RC2",
+        "os_release": "debian 12",
     }
     assert 'cuda_version: "12.2"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
     connection = yaml.safe_load(files["group_vars/all/connection.yml"])

@@ -23,10 +23,15 @@ sys.path.insert(0, str(ROOT / "tests" / "unit" / "checks"))
 from chkdata import CAPTURES, h100_expected  # noqa: E402
 
 HEALTHY = CAPTURES / "h100-healthy"
+# The tools of the Python environment running the tests (a venv anywhere, not only .venv).
+ENV_BIN = Path(sys.executable).parent
 
 
-def fake_tools(bin_dir: Path) -> None:
+def fake_tools(bin_dir: Path, dcgmi_ran: Path) -> None:
     tools = {
+        "chronyc": f"cat {HEALTHY}/chronyc-tracking.txt",
+        # Records that it ran: check mode must never start this stress test.
+        "dcgmi": f"touch {dcgmi_ran}; exit 1",
         "nvidia-smi": f'case "$*" in "-q -x") cat {HEALTHY}/nvidia-smi-q-x.xml;;'
         f' "nvlink -s") cat {HEALTHY}/nvidia-smi-nvlink-s.txt;; *) exit 2;; esac',
         "dmesg": f"cat {HEALTHY}/dmesg.txt",
@@ -66,43 +71,60 @@ def ansible_env(path: str) -> dict:
 def play(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("modules")
     bin_dir = tmp / "bin"
-    fake_tools(bin_dir)
+    dcgmi_ran = tmp / "dcgmi-ran"
+    fake_tools(bin_dir, dcgmi_ran)
     empty_bin = tmp / "empty-bin"
     empty_bin.mkdir()
     shutil.copy(bin_dir / "dmesg", empty_bin / "dmesg")
-    venv_bin = ROOT / ".venv" / "bin"
     live = params()
     tasks = [
-        {"name": "capture", "node_validate": {**params(), "capture_dir": str(CAPTURES / "h100-xid79")}},
-        {"name": "live", "node_validate": live, "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"}},
+        {
+            "name": "capture",
+            "clusterforge.cluster.node_validate": {**params(), "capture_dir": str(CAPTURES / "h100-xid79")},
+        },
+        {
+            "name": "live",
+            "clusterforge.cluster.node_validate": live,
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
         {
             "name": "check_mode",
-            "node_validate": live,
+            "clusterforge.cluster.node_validate": live,
+            "check_mode": True,
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "check_mode_full",
+            "clusterforge.cluster.node_validate": {**live, "level": "full"},
             "check_mode": True,
             "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
         },
         {
             "name": "no_tools",
-            "node_validate": {**live, "sku": {**live["sku"], "hca": None}},
+            "clusterforge.cluster.node_validate": {**live, "sku": {**live["sku"], "hca": None}},
             "environment": {"PATH": f"{empty_bin}:/usr/bin:/bin"},
         },
-        {"name": "bad_level", "node_validate": {**live, "level": "thorough"}, "ignore_errors": True},
+        {
+            "name": "bad_level",
+            "clusterforge.cluster.node_validate": {**live, "level": "thorough"},
+            "ignore_errors": True,
+        },
         {
             "name": "bad_sku",
-            "node_validate": {**live, "sku": {"accelerator": {"vendor": "nvida"}}},
+            "clusterforge.cluster.node_validate": {**live, "sku": {"accelerator": {"vendor": "nvida"}}},
             "ignore_errors": True,
         },
         {
             "name": "facts",
-            "accelerator_facts": {"sysfs_root": str(HEALTHY)},
+            "clusterforge.cluster.accelerator_facts": {"sysfs_root": str(HEALTHY)},
             "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
         },
     ]
     playbook = tmp / "play.yml"
     playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
     done = subprocess.run(
-        [str(venv_bin / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
-        env=ansible_env(f"{venv_bin}:{os.environ['PATH']}"),
+        [str(ENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
+        env=ansible_env(f"{ENV_BIN}:{os.environ['PATH']}"),
         capture_output=True,
         text=True,
         timeout=300,
@@ -111,7 +133,9 @@ def play(tmp_path_factory) -> dict:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
-    return {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
+    results = {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
+    results["dcgmi_ran"] = dcgmi_ran.exists()
+    return results
 
 
 def checks(result: dict) -> dict:
@@ -142,6 +166,14 @@ def test_check_mode_runs_fully(play):
     assert len(result["node_result"]["checks"]) == len(play["live"]["node_result"]["checks"])
 
 
+def test_check_mode_at_level_full_never_starts_the_dcgm_stress_test(play):
+    result = play["check_mode_full"]
+    diag = checks(result)["gpu.dcgm_diag"]
+    assert diag["status"] == "skip" and "not run in check mode" in diag["message"]
+    assert play["dcgmi_ran"] is False
+    assert result["status"] == "pass"
+
+
 def test_node_without_nvidia_smi_is_error_not_pass(play):
     result = play["no_tools"]
     assert result["status"] == "error"
@@ -153,7 +185,7 @@ def test_bad_parameters_fail_the_module_with_a_clear_message(play):
     assert play["bad_level"]["failed"] is True
     assert "level" in play["bad_level"]["msg"] and "quick, full" in play["bad_level"]["msg"]
     assert play["bad_sku"]["failed"] is True
-    assert "vendor is 'nvida'" in play["bad_sku"]["msg"]
+    assert "vendor" in play["bad_sku"]["msg"] and "'nvida'" in play["bad_sku"]["msg"]
 
 
 def test_accelerator_facts(play):
@@ -169,14 +201,14 @@ def test_accelerator_facts(play):
 def test_ad_hoc_bad_parameter_exits_non_zero():
     done = subprocess.run(
         [
-            str(ROOT / ".venv" / "bin" / "ansible"),
+            str(ENV_BIN / "ansible"),
             "all",
             "-i",
             "localhost,",
             "-c",
             "local",
             "-m",
-            "node_validate",
+            "clusterforge.cluster.node_validate",
             "-a",
             json.dumps({"node_sku": "x", "sku": {}, "level": "thorough"}),
         ],

@@ -16,7 +16,8 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "parsers"
 def run(capsys, *argv, stdin: str | None = None):
     """(exit code, stdout, stderr) of `clusterforge ARGV`."""
     if stdin is not None:
-        sys.stdin = io.StringIO(stdin)
+        # A real stdin: text over a byte buffer (the CLI reads bytes, capped).
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
     try:
         with pytest.raises(SystemExit) as exited:
             main(list(argv))

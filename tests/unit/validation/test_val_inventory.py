@@ -1,4 +1,8 @@
-"""Inventory reading through ansible-inventory (a real subprocess, about a second per call)."""
+"""The validate command's inventory: Ansible's inventory API in-process, --limit by Ansible's pattern logic.
+
+Nothing here connects to a node: the inventories are made in tmp_path, and the
+CLI tests stop before any playbook runs.
+"""
 
 import textwrap
 
@@ -75,5 +79,56 @@ def test_missing_and_broken_inventories_are_invalid_input(tmp_path):
         load_inventory(tmp_path / "nowhere")
     broken = tmp_path / "broken.yml"
     broken.write_text("all:\n  hosts:\n    a: [\n")
-    with pytest.raises(InvalidInput, match="could not be read"):
+    with pytest.raises(InvalidInput, match="could not be read") as caught:
         load_inventory(broken)
+    assert "broken.yml" in caught.value.message
+
+
+def test_limit_keeps_ansible_patterns(inventory_dir):
+    assert load_inventory(inventory_dir, "gpu_nvidia[0:1]").targets == ["gpu-01", "gpu-02"]
+    assert load_inventory(inventory_dir, "gpu_nvidia[1]").targets == ["gpu-02"]
+    assert load_inventory(inventory_dir, "gpu-0*,ctl-01").targets == ["gpu-01", "gpu-02", "ctl-01"]
+    assert load_inventory(inventory_dir, "slurm_workers:&gpu_nvidia").targets == ["gpu-01", "gpu-02"]
+    assert load_inventory(inventory_dir, "~gpu-0[2]").targets == ["gpu-02"]
+    assert load_inventory(inventory_dir, "gpu-01,").targets == ["gpu-01"]  # a trailing comma widens nothing
+
+
+@pytest.mark.parametrize(
+    ("limit", "words"),
+    [
+        ("", "is empty"),
+        ("   ", "is empty"),
+        (",", "empty part"),
+        (":", "empty part"),
+        ("[", "unclosed bracket"),
+        ("]", "unclosed bracket"),
+        ("gpu_nvidia[0:1", "unclosed bracket"),
+        ("gpu_nvidia[a]", "is not NAME[N] or NAME[N:M]"),
+        ("!", "names no host or group"),
+        ("~gpu[", "Ansible would drop part of it"),
+        ("~gpu[,ctl-01", "not a valid regular expression"),
+        ("gpu-01,nosuchhost", "'nosuchhost' matches no host"),
+        ("gpu_nvidia:&slurm_controller", "selects no host"),
+    ],
+)
+def test_malformed_or_empty_limit_is_refused(inventory_dir, limit, words):
+    with pytest.raises(InvalidInput) as caught:
+        load_inventory(inventory_dir, limit)
+    assert words in caught.value.message and caught.value.fix
+
+
+def test_validate_exits_2_on_a_widening_limit_before_running_anything(inventory_dir, monkeypatch, capsys):
+    from clusterforge.main import main
+    from clusterforge.validation import workflow
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the playbook ran with a malformed --limit")
+
+    monkeypatch.setattr(workflow, "run_playbook", must_not_run)
+    for limit in ("[", "gpu_nvidia[0:1", ""):
+        with pytest.raises(SystemExit) as exc:
+            main(
+                ["validate", "-i", str(inventory_dir), "--limit", limit, "--out", str(inventory_dir / "out")]
+            )
+        assert exc.value.code == 2
+        assert "--limit" in capsys.readouterr().err

@@ -1,11 +1,13 @@
 import shlex
 from datetime import UTC, datetime
 
+import pytest
 from clusterforge.validation.quarantine import (
     k8s_label,
     k8s_taint,
     label_value,
     plan,
+    playbook_rules,
     slurm_drain,
     slurm_reason,
 )
@@ -34,7 +36,7 @@ def test_reason_is_bounded_and_stripped_of_shell_and_slurm_syntax():
 
 
 def test_kubernetes_commands():
-    assert k8s_taint("gpu-r1-n01", "gpu.xid") == [
+    assert k8s_taint("gpu-r1-n01", label_value("gpu.xid")) == [
         "kubectl",
         "taint",
         "nodes",
@@ -97,9 +99,49 @@ def test_inventory_names_win_and_bad_names_are_refused():
     assert not [t for t in targets if t[1] == "b"]
     assert ("kubernetes", "C-Upper", "c-upper") in targets  # the kubelet registers lower case
     assert any(
-        "'node[1-100]' is not a valid Slurm node name" in n and "slurm_node_name" in n for n in made.notes
+        n.startswith("b: not quarantined in Slurm: name 'node[1-100]' is not one Slurm node name")
+        and n.endswith("set slurm_node_name for the host in the inventory")
+        for n in made.notes
     )
-    assert any("'Bad_Name' is not a valid Kubernetes node name" in n for n in made.notes)
+    assert any("name 'Bad_Name' is not one Kubernetes node name" in n for n in made.notes)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpu-01;reboot",
+        "gpu 01",
+        "gpu-01\n",
+        "-gpu01",
+        "gpu-01,gpu-02",
+        "gpü-01",
+        "gpu-01 State=RESUME",
+        "node[1-4]",
+    ],
+)
+def test_names_the_playbook_would_refuse_are_notes_not_commands(name):
+    hostvars = {"a": {"slurm_node_name": name, "k8s_node_name": name}}
+    made = plan([xid79_node("a")], hostvars, when=WHEN)
+    assert made.actions == []
+    assert [n.split(":")[0] for n in made.notes] == ["a", "a"]
+
+
+def test_request_carries_names_and_reasons_only():
+    made = plan([xid79_node("gpu-01")], {}, when=WHEN)
+    assert [a.kind for a in made.actions] == ["drain", "taint", "label"]
+    assert made.request("slurm") == [
+        {"name": "gpu-01", "reason": "clusterforge: gpu.xid 2026-11-30T12:05Z", "scheduler": "slurm"}
+    ]
+    # taint and label of one node: one entry, the taint value as its reason
+    assert made.request("kubernetes") == [{"name": "gpu-01", "reason": "gpu.xid", "scheduler": "kubernetes"}]
+
+
+def test_long_reasons_fit_what_the_playbook_accepts():
+    ids = [f"fleet.outlier.{'x' * 60}{i}" for i in range(6)]
+    reason = slurm_reason(ids, WHEN)
+    assert len(reason) <= playbook_rules().SLURM_REASON_MAX
+    assert reason.startswith("clusterforge: fleet.outlier.") and reason.endswith(" 2026-11-30T12:05Z")
+    assert playbook_rules().entry_problem({"name": "n1", "reason": reason, "scheduler": "slurm"}) is None
 
 
 def test_nodes_are_quarantined_only_by_the_schedulers_they_work_for():

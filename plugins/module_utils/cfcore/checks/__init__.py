@@ -35,6 +35,7 @@ NPU_CHECKS = (
     "npu.nic_ip",
 )
 PPU_CHECKS = ("ppu.support",)
-NODE_CHECKS = ("node.mounts",)
+# Every node has these, with accelerators or without (control, storage): each gets a real verdict.
+NODE_CHECKS = ("node.mounts", "node.time_sync", "node.root_fs", "node.os_release")
 
 CHECK_IDS = GPU_CHECKS + GPU_FULL_CHECKS + IB_CHECKS + NPU_CHECKS + PPU_CHECKS + NODE_CHECKS

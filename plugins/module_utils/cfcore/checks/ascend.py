@@ -38,7 +38,7 @@ def _chip_name(chip: dict) -> str:
 
 
 def _rows(info, chip: dict) -> dict:
-    lines = npu_smi_rows(info.text, as_int(chip.get("npu_id"))) if info.text else []
+    lines = npu_smi_rows(info, as_int(chip.get("npu_id"))) if info.text else []
     fallback = [f"{_chip_name(chip)}: {chip.get('name')} health {chip.get('health')}"]
     return evidence(info.command, lines or fallback, info.file)
 
@@ -51,7 +51,7 @@ def npu_tool(info) -> dict:
             f"npu-smi cannot talk to the driver: {info.error}",
             evidence(info.command, [info.error, *info.stderr.splitlines()[:3]], info.file),
             "check that the Ascend driver is loaded (lsmod | grep drv_davinci, dmesg) and matches the "
-            "firmware; reinstall the driver with ClusterForge's Ascend driver role and reboot",
+            "firmware; reinstall the Ascend driver package (Ascend-hdk-*-npu-driver_*.run --full) and reboot",
         )
     if not info.ok:
         return unavailable(check, info)
@@ -163,8 +163,8 @@ def npu_driver_version(info, accel: dict, bom: dict) -> dict:
             check,
             "; ".join(problems),
             found,
-            f"install Ascend driver {want or minimum} (Ascend-hdk-*-npu-driver) with ClusterForge's Ascend "
-            "driver role, then reboot",
+            f"install Ascend driver {want or minimum} (the Ascend-hdk-*-npu-driver_*.run package with "
+            "--upgrade), then reboot",
         )
     if not want:
         return warned(
@@ -214,8 +214,8 @@ def npu_firmware_compat(boards: dict, ids: list[int]) -> dict:
                     check,
                     f"NPU {npu}: firmware {firmware} not compatible with driver {software} ({compat})",
                     found,
-                    "install the firmware package (Ascend-hdk-*-npu-firmware) matching the driver with "
-                    "ClusterForge's Ascend driver role, then reboot",
+                    "install the firmware package (Ascend-hdk-*-npu-firmware_*.run --upgrade) matching the "
+                    "driver, then reboot",
                 )
             )
     if not ids:
@@ -322,7 +322,7 @@ def npu_nic_ip(addresses: dict, plan: list[dict], npu_nics: dict | None) -> dict
                 f"{want_addr}/{want_mask}",
                 evidence(output.command, output.lines()[:3] or ["(no address set)"], output.file),
                 f"hccn_tool -i {device} -ip -s address {want_addr} netmask {want_mask} "
-                "(ClusterForge's Ascend network role applies the whole hccn_devices plan)",
+                "(as the host's hccn_devices plan says)",
             )
         )
     return merge(check, findings, f"all {len(plan)} NPU NIC addresses match the hccn_devices plan")

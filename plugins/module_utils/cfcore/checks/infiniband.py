@@ -52,7 +52,7 @@ def _ports(cas: list[dict], hca: dict):
 
 
 def _port_evidence(hcas, ca: dict, port: dict) -> dict:
-    lines = ibstat_port_block(hcas.text, str(ca.get("name")), port.get("port")) if hcas.text else []
+    lines = ibstat_port_block(hcas, str(ca.get("name")), port.get("port")) if hcas.text else []
     if not lines:
         prefix = f"{ca.get('name')}/ports/{port.get('port')}"
         lines = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..results import evidence, failed, passed, skipped
+from ..results import errored, evidence, failed, passed, skipped, warned
 from .common import unavailable
 
 
@@ -52,5 +52,224 @@ def node_mounts(mounts, required: list[str]) -> dict:
         f"not mounted: {', '.join(missing)}",
         evidence(mounts.command, present + [f"(no entry for {p})" for p in missing], mounts.file),
         "mount it (check the storage client service, e.g. systemctl status of the JuiceFS/Ceph mount unit, "
-        "and the storage role); jobs on this node would not find their data",
+        "and its /etc/fstab entry); jobs on this node would not find their data",
+    )
+
+
+# --- node.time_sync ---------------------------------------------------------------------------
+
+# chronyd's leap status words when it is synchronised (chronyc tracking, "Leap status").
+_SYNCED_LEAP = ("normal", "insert second", "delete second")
+MAX_OFFSET_S = 0.1
+_SYNC_REMEDY = (
+    "check that the NTP servers (base_chrony_servers) are reachable from the node: chronyc -n sources "
+    "shows their state; synchronisation takes a few minutes after chronyd starts"
+)
+_NO_TIME_SERVICE = (
+    "install and start chrony (apt-get install chrony; systemctl enable --now chrony), as the base role "
+    "does, with base_chrony_servers set to the site's NTP servers"
+)
+
+
+def key_values(text: str, separator: str = ":") -> dict:
+    """'Key : value' (or key=value) lines -> {lower-case key: value}."""
+    pairs = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(separator)
+        if sep and key.strip():
+            pairs[key.strip().lower()] = value.strip()
+    return pairs
+
+
+def parse_tracking(text: str) -> dict:
+    """`chronyc -n tracking` -> {leap, reference, offset_s}; ValueError when it is not that output."""
+    pairs = key_values(text)
+    if "leap status" not in pairs or "reference id" not in pairs:
+        raise ValueError("not `chronyc tracking` output: no 'Reference ID' and 'Leap status' lines")
+    offset = None
+    # 'System time     : 0.000012345 seconds slow of NTP time'
+    words = pairs.get("system time", "").split()
+    if len(words) >= 3 and words[1] == "seconds" and words[2] in ("slow", "fast"):
+        try:
+            offset = float(words[0]) * (-1 if words[2] == "slow" else 1)
+        except ValueError:
+            offset = None
+    return {"leap": pairs["leap status"], "reference": pairs["reference id"], "offset_s": offset}
+
+
+def _tracking_lines(output) -> list[str]:
+    wanted = ("reference id", "stratum", "system time", "leap status")
+    return [line.strip() for line in output.lines() if line.split(":", 1)[0].strip().lower() in wanted]
+
+
+def node_time_sync(chrony, timedatectl=None) -> dict:
+    """chronyd's view (`chronyc -n tracking`); systemd's (`timedatectl`) when chronyc gave none.
+
+    `timedatectl` is None when it was not asked (chronyc answered).
+    """
+    check = "node.time_sync"
+    if chrony.ok:
+        return _judge_tracking(check, chrony)
+    if timedatectl is not None and timedatectl.ok:
+        return _judge_timedatectl(check, timedatectl, chrony)
+    if chrony.state == "failed":
+        # chronyc is installed but no chronyd answers ('506 Cannot talk to daemon'), and
+        # systemd names no other synchronised time service.
+        lines = [chrony.error, *chrony.stderr.splitlines()[:2]]
+        if timedatectl is not None and timedatectl.error:
+            lines.append(timedatectl.error)
+        return failed(
+            check,
+            f"no time service is running: {chrony.error}",
+            evidence(chrony.command, lines, chrony.file),
+            _NO_TIME_SERVICE,
+        )
+    asked = [o for o in (chrony, timedatectl) if o is not None]
+    if all(o.state == "not_found" for o in asked):
+        return errored(
+            check,
+            "could not check: neither chronyc nor timedatectl can be run on the node",
+            evidence("; ".join(o.command for o in asked), [o.error for o in asked]),
+            _NO_TIME_SERVICE,
+        )
+    return unavailable(
+        check, timedatectl if timedatectl is not None and chrony.state == "not_found" else chrony
+    )
+
+
+def _judge_tracking(check: str, chrony) -> dict:
+    try:
+        tracking = parse_tracking(chrony.text)
+    except ValueError as exc:
+        return errored(
+            check,
+            f"could not check: {exc}",
+            evidence(chrony.command, chrony.lines()[:3], chrony.file),
+            "run `chronyc -n tracking` on the node and check its output",
+        )
+    found = evidence(chrony.command, _tracking_lines(chrony), chrony.file)
+    if tracking["leap"].lower() not in _SYNCED_LEAP:
+        return warned(
+            check,
+            f"chronyd runs but is not synchronised yet (leap status: {tracking['leap']})",
+            found,
+            _SYNC_REMEDY,
+        )
+    offset = tracking["offset_s"]
+    if offset is not None and abs(offset) > MAX_OFFSET_S:
+        return warned(
+            check,
+            f"synchronised, but the clock is {abs(offset):.3f} s off NTP time (more than {MAX_OFFSET_S} s)",
+            found,
+            "chronyd is still slewing the clock: wait and check again; `chronyc makestep` steps it at once",
+        )
+    where = tracking["reference"]
+    said = f", offset {offset:+.6f} s" if offset is not None else ""
+    return passed(check, f"synchronised by chronyd to {where}{said}", found)
+
+
+def _judge_timedatectl(check: str, output, chrony) -> dict:
+    commands = "; ".join(o.command for o in (chrony, output) if o is not None)
+    pairs = key_values(output.text, "=")
+    ntp, synced = pairs.get("ntp", "").lower(), pairs.get("ntpsynchronized", "").lower()
+    found = evidence(commands, [line.strip() for line in output.lines() if "=" in line], output.file)
+    if synced not in ("yes", "no"):
+        return errored(
+            check,
+            "could not check: timedatectl printed no NTPSynchronized=yes|no",
+            evidence(output.command, output.lines()[:3], output.file),
+            "run `timedatectl show -p NTP -p NTPSynchronized` on the node and check its output",
+        )
+    if synced == "yes":
+        return passed(check, "the clock is NTP-synchronised (timedatectl: NTPSynchronized=yes)", found)
+    if ntp == "no":
+        return failed(
+            check,
+            "NTP is off (timedatectl: NTP=no): no time service keeps the clock",
+            found,
+            _NO_TIME_SERVICE,
+        )
+    return warned(
+        check,
+        "a time service runs but the clock is not synchronised yet (timedatectl: NTPSynchronized=no)",
+        found,
+        _SYNC_REMEDY,
+    )
+
+
+# --- node.root_fs -----------------------------------------------------------------------------
+
+GIB_KIB = 1024 * 1024
+
+
+def node_root_fs(space, min_free_gib: float) -> tuple:
+    """(result, metrics): free space of `/` against `root_min_free_gib` (warn below twice that)."""
+    check = "node.root_fs"
+    if not space.ok or not space.data:
+        return unavailable(check, space), {}
+    free = space.data["avail_kib"] / GIB_KIB
+    total = space.data["total_kib"] / GIB_KIB
+    metrics = {"node.root_free_gib": round(free, 2)}
+    figures = f"{free:.1f} GiB free of {total:.1f} GiB on {space.data.get('mount') or '/'}"
+    lines = [line.strip() for line in space.lines()] or [figures]
+    found = evidence(space.command, lines, space.file)
+    remedy = (
+        "free space on / (journalctl --vacuum-size=1G, apt-get clean, old container images and core dumps) "
+        "or grow the file system"
+    )
+    if free < min_free_gib:
+        return failed(
+            check, f"only {figures}: below the {min_free_gib:g} GiB minimum", found, remedy
+        ), metrics
+    if free < 2 * min_free_gib:
+        message = f"{figures}: less than twice the {min_free_gib:g} GiB minimum"
+        return warned(check, message, found, remedy), metrics
+    return passed(check, figures, found), metrics
+
+
+# --- node.os_release --------------------------------------------------------------------------
+
+
+def parse_os_release(text: str) -> dict:
+    """/etc/os-release -> {KEY: value} (quotes removed); ValueError when it has no ID."""
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key and not key.startswith("#"):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            fields[key] = value
+    if not fields.get("ID"):
+        raise ValueError("not an os-release file: no ID= line")
+    return fields
+
+
+def node_os_release(os_release, plan) -> dict:
+    check = "node.os_release"
+    if not plan:
+        return skipped(check, 'no os_release planned (set os_release, e.g. "debian 12")')
+    if not os_release.ok:
+        return unavailable(check, os_release)
+    try:
+        fields = parse_os_release(os_release.text)
+    except ValueError as exc:
+        return errored(
+            check,
+            f"could not check: {os_release.command}: {exc}",
+            evidence(os_release.command, os_release.lines()[:3], os_release.file),
+            "check /etc/os-release on the node (package base-files)",
+        )
+    have_id, have_version = fields.get("ID", ""), fields.get("VERSION_ID", "")
+    want_id, want_version = str(plan["id"]), str(plan["version_id"])
+    lines = [f"{key}={fields[key]}" for key in ("ID", "VERSION_ID", "PRETTY_NAME") if key in fields]
+    found = evidence(os_release.command, lines, os_release.file)
+    same_version = have_version == want_version or have_version.startswith(want_version + ".")
+    if have_id == want_id and same_version:
+        return passed(check, f"{have_id} {have_version} as planned ({plan.get('text') or want_id})", found)
+    return failed(
+        check,
+        f"the node runs {have_id or '?'} {have_version or '?'}, the plan says {want_id} {want_version}",
+        found,
+        "reinstall the node with the planned OS release, or fix os_release in the inventory",
     )

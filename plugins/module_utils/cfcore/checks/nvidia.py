@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from .. import xid as xid_table
-from ..evidence import lspci_link_lines, matching_lines, nvidia_gpu_block, nvlink_gpu_lines
+from ..evidence import lines_at, lspci_link_lines, nvidia_gpu_block, nvlink_gpu_lines
 from ..pci import norm_bus_id, same_device
-from ..results import evidence, failed, merge, passed, skipped, warned
+from ..results import errored, evidence, failed, merge, passed, skipped, warned
 from ..versions import at_least, version_key
 from .common import as_flag, as_float, as_int, unavailable
 
@@ -28,7 +28,7 @@ def gpu_name(gpu: dict) -> str:
 
 
 def _gpu_evidence(smi, gpu: dict, xml_tag: str, heading: str, fallback: list[str]) -> dict:
-    lines = nvidia_gpu_block(smi.text, gpu.get("pci_bus_id") or "", xml_tag, heading) if smi.text else []
+    lines = nvidia_gpu_block(smi, gpu.get("pci_bus_id") or "", xml_tag, heading) if smi.text else []
     return evidence(smi.command, lines or [f"{gpu_name(gpu)}: {line}" for line in fallback], smi.file)
 
 
@@ -169,8 +169,8 @@ def gpu_driver_version(smi, accel: dict, bom: dict) -> dict:
             check,
             "; ".join(problems),
             found,
-            f"install driver {want or branch + '.x or newer'} with ClusterForge's NVIDIA driver role "
-            "(driver upgrade), then reboot",
+            f"install NVIDIA driver {want or branch + '.x or newer'} (the distribution's nvidia-driver "
+            "package or NVIDIA's .run installer), then reboot",
         )
     if not want:
         return warned(
@@ -185,17 +185,42 @@ def gpu_driver_version(smi, accel: dict, bom: dict) -> dict:
 # --- gpu.kernel_modules --------------------------------------------------------
 
 
+# /proc/driver/nvidia/version: 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01 ...' or
+# 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03 ...'.
+_NVRM_VERSION = re.compile(r"NVRM version: NVIDIA .*?\b(Open )?Kernel Module\b")
+
+
+_FLAVOUR_REMEDY = {
+    "open": "install the open kernel modules (the nvidia-driver-<branch>-open package, or NVIDIA's .run "
+    "installer with -m=kernel-open), then reboot",
+    "proprietary": "install the proprietary kernel modules (the nvidia-driver-<branch> package without "
+    "-open, or NVIDIA's .run installer with -m=kernel), then reboot",
+}
+
+
 def kernel_module_flavour(proc_version, modinfo) -> tuple:
-    """('open' | 'proprietary' | None, evidence dict or None) from /proc/driver/nvidia/version or modinfo."""
+    """('open' | 'proprietary' | None, evidence dict or None) from /proc/driver/nvidia/version or modinfo.
+
+    None with evidence: the text was read but says neither (an error message, random bytes);
+    None without evidence: neither source could be read.
+    """
     if proc_version is not None and proc_version.ok and proc_version.text.strip():
-        line = next((ln for ln in proc_version.lines() if "NVRM version" in ln), proc_version.lines()[0])
-        flavour = "open" if "open kernel module" in line.lower() else "proprietary"
-        return flavour, evidence(proc_version.command, [line], proc_version.file)
+        lines = proc_version.lines()
+        line = next((ln for ln in lines if "NVRM version" in ln), next(ln for ln in lines if ln.strip()))
+        found = evidence(proc_version.command, [line[:200]], proc_version.file)
+        match = _NVRM_VERSION.search(line)
+        if match is None:
+            return None, found
+        return ("open" if match.group(1) else "proprietary"), found
     if modinfo is not None and modinfo.ok and modinfo.text.strip():
-        licence = modinfo.text.strip().splitlines()[0]
-        # The open modules are dual licensed; the proprietary ones say "NVIDIA".
-        flavour = "open" if "GPL" in licence or "MIT" in licence else "proprietary"
-        return flavour, evidence(modinfo.command, [f"license: {licence}"], modinfo.file)
+        licence = modinfo.text.strip().splitlines()[0].strip()
+        found = evidence(modinfo.command, [f"license: {licence[:200]}"], modinfo.file)
+        # The open modules are dual licensed ("Dual MIT/GPL"); the proprietary ones say "NVIDIA".
+        if licence == "NVIDIA":
+            return "proprietary", found
+        if "GPL" in licence and "MIT" in licence:
+            return "open", found
+        return None, found
     return None, None
 
 
@@ -203,6 +228,14 @@ def gpu_kernel_modules(proc_version, modinfo, accel: dict) -> dict:
     check = "gpu.kernel_modules"
     want = str(accel.get("kernel_module_flavour") or "any")
     flavour, found = kernel_module_flavour(proc_version, modinfo)
+    if flavour is None and found is not None:
+        return errored(
+            check,
+            "could not check: the kernel module version text names no NVIDIA kernel module flavour",
+            found,
+            "check that the NVIDIA kernel module is loaded: cat /proc/driver/nvidia/version; "
+            "modinfo -F license nvidia",
+        )
     if flavour is None:
         if want == "any":
             return skipped(
@@ -222,8 +255,7 @@ def gpu_kernel_modules(proc_version, modinfo, accel: dict) -> dict:
         check,
         f"{flavour} kernel modules loaded, the SKU needs the {want} ones",
         found,
-        f"install the {want} driver flavour (e.g. nvidia-driver-<branch>-open) with the NVIDIA driver role "
-        "and reboot",
+        _FLAVOUR_REMEDY.get(want, f"install the {want} NVIDIA kernel modules, then reboot"),
     )
 
 
@@ -255,7 +287,7 @@ def gpu_pcie_link(smi, accel: dict, lspci=None) -> dict:
             cap, sta = as_int(device.get("link_cap_width")), as_int(device.get("link_sta_width"))
             if cap and sta and sta < cap:
                 problems.append(f"lspci: LnkSta width x{sta} below LnkCap x{cap}")
-            lspci_lines = lspci_link_lines(lspci.text, bus) if lspci.text else []
+            lspci_lines = lspci_link_lines(lspci, bus) if lspci.text else []
         if problems:
             found = _gpu_evidence(smi, gpu, "pci_gpu_link_info", "GPU Link Info", _pcie_fields(gpu))
             found["lines"].extend(lspci_lines)
@@ -313,12 +345,13 @@ def _link_up(link: dict) -> bool:
 
 def _nvlink_problems(links: list[dict], per_device: int, top: float | None) -> tuple:
     """(problems, slow links) of one GPU: fewer active links than the SKU's, or links below the node's top."""
-    up = [link for link in links if _link_up(link)]
+    readable = [link for link in links if link.get("state") != "unreadable"]
+    up = [link for link in readable if _link_up(link)]
     # A link that trained at a lower speed than its siblings halves that path's bandwidth.
     slow = [link for link in up if top and (as_float(link.get("speed_gbps")) or top) < top * 0.99]
     problems = []
-    if len(up) < per_device:
-        down = [str(link.get("link")) for link in links if not _link_up(link)]
+    if len(up) < per_device - (len(links) - len(readable)):
+        down = [str(link.get("link")) for link in readable if not _link_up(link)]
         problems.append(
             f"{len(up)} of {per_device} NVLinks active" + (f" (down: {', '.join(down)})" if down else "")
         )
@@ -349,8 +382,20 @@ def gpu_nvlink(nvlink, smi, accel: dict) -> dict:
     for index in indexes:
         links = (by_index.get(index) or {}).get("links") or []
         problems, slow = _nvlink_problems(links, per_device, top)
+        unreadable = [link for link in links if link.get("state") == "unreadable"]
+        if unreadable and not problems:
+            said = ", ".join(f"link {ln.get('link')}: {ln.get('text')!r}" for ln in unreadable)
+            findings.append(
+                errored(
+                    check,
+                    f"GPU {index}: could not read {said}",
+                    evidence(nvlink.command, nvlink_gpu_lines(nvlink, index, only_down=True), nvlink.file),
+                    "run nvidia-smi nvlink -s on the node and check its output",
+                )
+            )
+            continue
         if problems:
-            lines = nvlink_gpu_lines(nvlink.text, index, only_down=not slow) if nvlink.text else []
+            lines = nvlink_gpu_lines(nvlink, index, only_down=not slow) if nvlink.text else []
             if not lines:  # parsed data only (unit tests): rebuild the lines from it
                 lines = [
                     f"GPU {index}: link {ln.get('link')}: {ln.get('state')} {ln.get('speed_gbps')}"
@@ -436,7 +481,7 @@ def gpu_persistence_mode(smi) -> dict:
                     _gpu_evidence(
                         smi, gpu, "persistence_mode", "Persistence Mode", [f"persistence_mode: {mode}"]
                     ),
-                    "systemctl enable --now nvidia-persistenced (ClusterForge's driver role does this)",
+                    "systemctl enable --now nvidia-persistenced (package nvidia-persistenced)",
                 )
             )
     return merge(check, findings, "persistence mode enabled on every GPU")
@@ -601,7 +646,13 @@ def gpu_xid(kernel_log, smi=None) -> dict:
         name, severity, why, remedy = xid_table.classify(code)
         where = _gpu_for_bus(gpus, bus)
         times = f" ({len(events)} times)" if len(events) > 1 else ""
-        lines = _xid_lines(kernel_log, code, bus) or [str(e.get("message") or "") for e in events[:3]]
+        # The parser records each event's line: the evidence is those lines, found without a rescan.
+        lines = (
+            lines_at(kernel_log, [as_int(e.get("line")) or 0 for e in events], limit=5)
+            if kernel_log.text
+            else []
+        )
+        lines = lines or [str(e.get("message") or "") for e in events[:3]]
         message = (
             f"{'fatal ' if severity == 'fail' else ''}Xid {code} ({name}) on {where} since boot{times}: {why}"
         )
@@ -624,14 +675,6 @@ def _gpu_for_bus(gpus: list[dict], bus: str) -> str:
         if same_device(gpu.get("pci_bus_id"), bus):
             return gpu_name(gpu)
     return bus
-
-
-def _xid_lines(kernel_log, code: int, bus: str) -> list[str]:
-    if not kernel_log.text:
-        return []
-    short = bus.rsplit(".", 1)[0] if bus else ""
-    pattern = rf"Xid \(PCI:{re.escape(short)}\): {code}\b" if short else rf"Xid .*: {code}\b"
-    return matching_lines(kernel_log.text, f"(?i){pattern}", limit=5)
 
 
 # --- metrics ---------------------------------------------------------------------------

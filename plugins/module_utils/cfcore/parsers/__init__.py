@@ -16,17 +16,25 @@ from . import ascend, hccn, infiniband, kernel_log, nvidia, pci
 from .common import ParseError, normalize_pci_bus_id, strip_source_header
 from .infiniband import read_sysfs_infiniband
 
+MIB = 1024 * 1024
+# The most input a parser reads. Real outputs are far smaller (nvidia-smi -q -x of 8 GPUs:
+# ~300 KiB, nvlink -s: ~5 KiB); more is not the tool's normal output, and parsing it
+# would cost seconds and gigabytes. A kernel log ring buffer holds at most 32 MiB.
+MAX_INPUT_BYTES = 16 * MIB
+MAX_KERNEL_LOG_BYTES = 64 * MIB
+
 
 class Kind:
-    """A KIND name: the tool command that captures it, and its parser."""
+    """A KIND name: the tool command that captures it, its parser and its input limit."""
 
-    __slots__ = ("capture", "description", "name", "parser")
+    __slots__ = ("capture", "description", "max_bytes", "name", "parser")
 
-    def __init__(self, name: str, capture: str, description: str, parser):
+    def __init__(self, name: str, capture: str, description: str, parser, max_bytes: int = MAX_INPUT_BYTES):
         self.name = name
         self.capture = capture
         self.description = description
         self.parser = parser
+        self.max_bytes = max_bytes
 
 
 _KIND_LIST = (
@@ -72,12 +80,28 @@ _KIND_LIST = (
     Kind(
         "lspci", "lspci -vvv -nn -D (as root)", "PCIe link capability and status per device", pci.parse_lspci
     ),
-    Kind("xid", "dmesg (or journalctl -k -b)", "NVIDIA Xid events in the kernel log", kernel_log.parse_xid),
+    Kind(
+        "xid",
+        "dmesg (or journalctl -k -b)",
+        "NVIDIA Xid events in the kernel log",
+        kernel_log.parse_xid,
+        MAX_KERNEL_LOG_BYTES,
+    ),
 )
 
 KINDS = {kind.name: kind for kind in _KIND_LIST}
 PARSERS = {kind.name: kind.parser for kind in _KIND_LIST}
 HCCN_KINDS = ("hccn-ip", "hccn-link", "hccn-net-health")
+
+
+def max_bytes(kind: str | None) -> int:
+    """The input limit of KIND (the default limit for raw outputs no parser reads)."""
+    return KINDS[kind].max_bytes if kind in KINDS else MAX_INPUT_BYTES
+
+
+def too_large(limit: int) -> str:
+    """The one wording of an over-limit input, used by the parsers and the sources alike."""
+    return f"output over {limit // MIB} MiB, not the tool's normal output"
 
 
 def parse(kind: str, text: str, device: int | None = None) -> dict:
@@ -88,6 +112,9 @@ def parse(kind: str, text: str, device: int | None = None) -> dict:
     """
     if kind not in PARSERS:
         raise KeyError(f"unknown kind {kind!r}; known kinds: {', '.join(PARSERS)}")
+    limit = KINDS[kind].max_bytes
+    if text is not None and len(text) > limit:
+        raise ParseError(kind, too_large(limit), fix=f"capture it with: {KINDS[kind].capture} > FILE")
     try:
         if kind in HCCN_KINDS:
             return PARSERS[kind](text, device=device)
@@ -101,11 +128,15 @@ def parse(kind: str, text: str, device: int | None = None) -> dict:
 __all__ = [
     "HCCN_KINDS",
     "KINDS",
+    "MAX_INPUT_BYTES",
+    "MAX_KERNEL_LOG_BYTES",
     "PARSERS",
     "Kind",
     "ParseError",
+    "max_bytes",
     "normalize_pci_bus_id",
     "parse",
     "read_sysfs_infiniband",
     "strip_source_header",
+    "too_large",
 ]

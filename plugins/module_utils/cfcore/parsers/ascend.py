@@ -102,6 +102,20 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
+def _header_cells(cells: list[str], anchor: str) -> list[str]:
+    """A header row as its three cells, also when one '|' is missing (a hand-edited paste).
+
+    The second cell's name (`Health`, `Bus-Id`) is the anchor to split a merged cell at.
+    """
+    if len(cells) >= 3:
+        return cells
+    joined = " ".join(cells)
+    match = re.search(rf"(?<!\S){re.escape(anchor)}(?!\S)", joined)
+    if match is None:
+        return cells
+    return [joined[: match.start()].strip(), anchor, joined[match.end() :].strip()]
+
+
 def _number(token: str | None) -> int | float | None:
     value = to_float(token)
     if value is None:
@@ -180,12 +194,20 @@ def _table(text: str) -> tuple[str | None, list[list[str]], list[list[tuple[int,
             record = _process(cells)
             if record:
                 processes.append(record)
-        elif cells[0].startswith("NPU") and len(cells) >= 3 and "Health" in cells[1]:
-            headers = [cells]
+        elif cells[0].startswith("NPU") and "Health" in line and not headers:
+            headers = [_header_cells(cells, "Health")]
         elif cells[0].startswith("Chip") and len(headers) == 1:
-            headers.append(cells)
+            headers.append(_header_cells(cells, "Bus-Id"))
         elif len(headers) == 2 and len(cells) >= 3:
             blocks[-1].append((number, cells))
+        elif len(headers) == 2:
+            raise ParseError(
+                INFO_KIND,
+                f"malformed npu-smi info row: {len(cells)} cells, the table has 3",
+                number,
+                raw,
+                fix=INFO_FIX,
+            )
     return version, headers, [block for block in blocks if block], processes
 
 
@@ -196,6 +218,8 @@ def parse_npu_smi_info(text: str) -> dict:
     version, headers, blocks, processes = _table(text)
     if len(headers) < 2:
         raise not_output(INFO_KIND, "npu-smi info", text, INFO_FIX, "no 'NPU Name | Health' table header")
+    if any(len(header) < 3 for header in headers):
+        raise ParseError(INFO_KIND, "malformed npu-smi info table header: fewer than 3 cells", fix=INFO_FIX)
     npus = []
     for block in blocks:
         if len(block) < 2:

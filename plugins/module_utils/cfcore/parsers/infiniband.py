@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..files import UnsafeFile, confined, read_text
 from .common import ParseError, na, natural_key, not_output, require_content, to_int, to_number
 
 IBSTAT_KIND = "ibstat"
@@ -37,9 +38,9 @@ PHYSICAL_STATES = {
     7: "PhyTest",
 }
 
-_CA_HEADER = re.compile(r"^CA '([^']+)'\s*$")
-_PORT_HEADER = re.compile(r"^Port (\d+):\s*$")
-_FIELD = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s*(.*)$")
+_CA_HEADER = re.compile(r"^CA\s+'([^']+)'\s*$")
+_PORT_HEADER = re.compile(r"^Port\s+(\d+)\s*:\s*$")
+_FIELD = re.compile(r"^([A-Za-z][A-Za-z ]*?)\s*:\s*(.*)$")
 _CODED = re.compile(r"^\s*(\d+)\s*:\s*(.*?)\s*$")
 _IBSTATUS = re.compile(r"^Infiniband device '[^']+' port \d+ status:")
 
@@ -111,12 +112,13 @@ def parse_ibstat(text: str) -> dict:
             continue
         port_header = _PORT_HEADER.match(line)
         field = _FIELD.match(line)
+        target, table = (port, _PORT_FIELDS) if port is not None else (cas[-1] if cas else None, _CA_FIELDS)
+        # Fields are known by name, not by indentation: pasted text may have lost its tabs.
         if cas and port_header:
             port = _port(int(port_header.group(1)))
             cas[-1]["ports"].append(port)
-        elif cas and field and raw[:1].isspace():
+        elif target is not None and field and (raw[:1].isspace() or field.group(1).lower() in table):
             key, value = field.group(1).lower(), field.group(2)
-            target, table = (port, _PORT_FIELDS) if port is not None else (cas[-1], _CA_FIELDS)
             if key in table:
                 name, convert = table[key]
                 target[name] = convert(value)
@@ -137,13 +139,26 @@ def parse_ibstat(text: str) -> dict:
     return {"cas": cas, "tool_messages": messages}
 
 
-def _read(path: str) -> str | None:
-    """A sysfs attribute's text; None when absent or unreadable (e.g. rate of a down RoCE port)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip()
-    except OSError:
+# A sysfs attribute is one short line; a capture's copy of it is no bigger.
+SYSFS_MAX_BYTES = 64 * 1024
+
+
+def _read(path: str, confine: str | None = None) -> str | None:
+    """A sysfs attribute's text; None when absent or unreadable (e.g. rate of a down RoCE port).
+
+    Regular files only, size-capped, and inside `confine` when given (a capture folder):
+    UnsafeFile otherwise, so a FIFO cannot hang the reader nor a link leak a local file.
+    """
+    if not os.path.lexists(path):
         return None
+    try:
+        return read_text(path, SYSFS_MAX_BYTES, root=confine).strip()
+    except UnsafeFile:
+        if confine is not None:
+            raise
+        return None
+    except OSError:
+        return None  # an attribute the kernel refuses to read (EINVAL on a down port's rate)
 
 
 def _coded(value: str | None, names: dict) -> str | None:
@@ -156,34 +171,43 @@ def _coded(value: str | None, names: dict) -> str | None:
     return names.get(int(match.group(1)), match.group(2) or None)
 
 
-def _sysfs_port(port_dir: str, number: int) -> dict:
-    state = _read(os.path.join(port_dir, "state"))
-    physical = _read(os.path.join(port_dir, "phys_state"))
+def _sysfs_port(port_dir: str, number: int, confine: str | None) -> dict:
+    def attribute(name: str) -> str | None:
+        return _read(os.path.join(port_dir, name), confine)
+
+    state = attribute("state")
+    physical = attribute("phys_state")
     if state is None or physical is None:
         raise ParseError(
             SYSFS_KIND,
             f"malformed sysfs tree: {port_dir} has no readable state/phys_state",
             fix="read it on the node itself, as root, with the ib_core/mlx5_ib modules loaded",
         )
-    rate = _read(os.path.join(port_dir, "rate"))
+    rate = attribute("rate")
     entry = _port(number)
     entry.update(
         state=_coded(state, PORT_STATES),
         physical_state=_coded(physical, PHYSICAL_STATES),
         rate_gbps=to_number(rate),
-        link_layer=na(_read(os.path.join(port_dir, "link_layer"))),
+        link_layer=na(attribute("link_layer")),
         rate_text=rate,
     )
-    lid = _read(os.path.join(port_dir, "lid"))
-    sm_lid = _read(os.path.join(port_dir, "sm_lid"))
+    lid = attribute("lid")
+    sm_lid = attribute("sm_lid")
     entry["base_lid"] = int(lid, 16) if lid and lid.startswith("0x") else to_int(lid)
     entry["sm_lid"] = int(sm_lid, 16) if sm_lid and sm_lid.startswith("0x") else to_int(sm_lid)
     return entry
 
 
-def read_sysfs_infiniband(root: str) -> dict:
-    """Read <root>/sys/class/infiniband into the ibstat shape ({cas[] with ports[]})."""
+def read_sysfs_infiniband(root: str, confine: str | None = None) -> dict:
+    """Read <root>/sys/class/infiniband into the ibstat shape ({cas[] with ports[]}).
+
+    `confine`: a folder nothing read may leave once links are resolved (a capture);
+    UnsafeFile when something does. A live sysfs links each CA into /sys/devices.
+    """
     base = os.path.join(root, "sys", "class", "infiniband")
+    if confine is not None:
+        confined(base, confine)
     if not os.path.isdir(base):
         raise ParseError(
             SYSFS_KIND,
@@ -199,19 +223,21 @@ def read_sysfs_infiniband(root: str) -> dict:
     for name in names:
         ca_dir = os.path.join(base, name)
         ports_dir = os.path.join(ca_dir, "ports")
+        if confine is not None:
+            confined(ports_dir, confine)
         if not os.path.isdir(ports_dir):
             raise ParseError(SYSFS_KIND, f"malformed sysfs tree: {ca_dir} has no ports/ directory")
         ca = _ca(name)
         ca.update(
-            type=na(_read(os.path.join(ca_dir, "hca_type"))),
-            firmware=na(_read(os.path.join(ca_dir, "fw_ver"))),
-            board_id=na(_read(os.path.join(ca_dir, "board_id"))),
-            node_guid=_guid(_read(os.path.join(ca_dir, "node_guid"))),
+            type=na(_read(os.path.join(ca_dir, "hca_type"), confine)),
+            firmware=na(_read(os.path.join(ca_dir, "fw_ver"), confine)),
+            board_id=na(_read(os.path.join(ca_dir, "board_id"), confine)),
+            node_guid=_guid(_read(os.path.join(ca_dir, "node_guid"), confine)),
         )
         port_numbers = sorted(int(entry) for entry in os.listdir(ports_dir) if entry.isdigit())
         if not port_numbers:
             raise ParseError(SYSFS_KIND, f"malformed sysfs tree: {ports_dir} lists no port")
-        ca["ports"] = [_sysfs_port(os.path.join(ports_dir, str(n)), n) for n in port_numbers]
+        ca["ports"] = [_sysfs_port(os.path.join(ports_dir, str(n)), n, confine) for n in port_numbers]
         ca["port_count"] = len(port_numbers)
         cas.append(ca)
     return {"cas": cas, "tool_messages": []}

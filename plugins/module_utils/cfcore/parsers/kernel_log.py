@@ -66,6 +66,7 @@ _NOT_READABLE = "read kernel buffer failed"
 
 
 def _timestamp(line: str) -> str | None:
+    line = line.strip()  # pasted logs may be indented
     text = _FACILITY.sub("", line, count=1) if _FACILITY.match(line) and "[" in line else line
     for pattern in _TIMESTAMPS:
         match = pattern.match(text)

@@ -99,10 +99,17 @@ def _field(header_cell: str) -> str:
     return header_cell.split(" [", 1)[0].strip()
 
 
+def _row(number: int, line: str) -> list[str]:
+    """One line's cells. Each line is read alone, so a stray quote cannot swallow the lines after it."""
+    try:
+        cells = next(csv.reader([line.strip()], skipinitialspace=True), [])
+    except csv.Error as err:  # e.g. a field over the csv module's 128 KiB limit
+        raise ParseError(KIND, f"malformed {WHAT} output: {err}", number, line, fix=FIX) from None
+    return [cell.strip() for cell in cells]
+
+
 def _rows(text: str) -> list[tuple[int, list[str]]]:
-    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-    reader = csv.reader([line for _number, line in lines], skipinitialspace=True)
-    return [(number, [cell.strip() for cell in row]) for (number, _line), row in zip(lines, reader)]
+    return [(number, _row(number, line)) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def _looks_like_header(cells: list[str]) -> bool:

@@ -24,20 +24,46 @@ NVLINK_FIX = "capture it with: nvidia-smi nvlink -s > FILE"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+_TRAILING_WORDS = tuple((name, name.split()) for name in _TRAILING_COLUMNS)
 _DEVICE_LABEL = re.compile(r"^(GPU|NIC)(\d+)$|^mlx\d+_\d+$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
-_NVLINK_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$")
-_NVLINK_LINK = re.compile(r"^\s*Link (\d+): (.+?)\s*$")
-_SPEED = re.compile(r"^([\d.]+)\s*GB/s$")
+_NVLINK_GPU = re.compile(r"^GPU\s+(\d+)\s*:\s*(.+?)\s+\(UUID:\s*([^)]+)\)\s*$")
+_NVLINK_LINK = re.compile(r"^\s*Link\s+(\d+)\s*:\s*(.+?)\s*$")
+_SPEED = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*GB/s$")
+_LINK_WORD = re.compile(r"^<?\s*([A-Za-z][A-Za-z /_-]*?)\s*>?$")
+
+
+def _header_columns(tokens: list[str]) -> list[str] | None:
+    """Column names of a header row's tokens (trailing names span several words); None if not one."""
+    columns: list[str] = []
+    position = 0
+    while position < len(tokens):
+        phrase = next(
+            (words for name, words in _TRAILING_WORDS if tokens[position : position + len(words)] == words),
+            None,
+        )
+        if phrase is not None:
+            columns.append(" ".join(phrase))
+            position += len(phrase)
+        elif _DEVICE_LABEL.match(tokens[position]):
+            columns.append(tokens[position])
+            position += 1
+        else:
+            return None
+    return columns if columns and _DEVICE_LABEL.match(columns[0]) else None
 
 
 def _topo_header(lines: list[str]) -> tuple[int, list[str]] | None:
-    """(index, column names) of the header row: an empty first cell, then GPU0...; None if absent."""
+    """(index, column names) of the header row: GPU0 ... then the affinity columns; None if absent.
+
+    Cells are separated by tabs in nvidia-smi's own output and by runs of spaces in text
+    pasted from a terminal or a ticket, with or without the leading empty cell.
+    """
     for number, line in enumerate(lines):
-        cells = [cell.strip() for cell in line.split("\t")]
-        if len(cells) > 1 and cells[0] == "" and any(_DEVICE_LABEL.match(cell) for cell in cells[1:]):
-            return number, [cell for cell in cells[1:] if cell]
+        columns = _header_columns(line.split())
+        if columns is not None:
+            return number, columns
     return None
 
 
@@ -59,11 +85,12 @@ def parse_nvidia_smi_topo(text: str) -> dict:
         if legend_match:
             legend[legend_match.group(1)] = legend_match.group(2)
             continue
-        cells = [cell.strip() for cell in line.split("\t")]
+        # Any whitespace separates cells; nvidia-smi's empty padding cells carry no value.
+        cells = line.split()
         if not cells or cells[0] not in devices:
             continue
         links = cells[1 : 1 + len(devices)]
-        if len(links) < len(devices) or not all(links):
+        if len(links) < len(devices):
             raise ParseError(
                 TOPO_KIND,
                 f"malformed nvidia-smi topo -m row: {len(links)} cells for {len(devices)} devices",
@@ -71,7 +98,7 @@ def parse_nvidia_smi_topo(text: str) -> dict:
                 line,
                 fix=TOPO_FIX,
             )
-        extra = [cell for cell in cells[1 + len(devices) :] if cell]
+        extra = cells[1 + len(devices) :]
         rows[cells[0]] = {
             "line": offset,
             "links": {peer: value for peer, value in zip(devices, links) if peer != cells[0]},
@@ -103,22 +130,31 @@ def parse_nvidia_smi_topo(text: str) -> dict:
 
 
 def _link(number: str, value: str) -> dict:
+    """One link; a value that is neither a speed nor a state word is `unreadable`, keeping the text."""
     speed = _SPEED.match(value)
     if speed:
         return {"link": int(number), "state": "active", "speed_gbps": float(speed.group(1))}
-    return {"link": int(number), "state": value.strip("<> ").lower(), "speed_gbps": None}
+    word = _LINK_WORD.match(value)
+    if word and "GB/s" not in value:
+        return {"link": int(number), "state": word.group(1).lower(), "speed_gbps": None}
+    return {"link": int(number), "state": "unreadable", "speed_gbps": None, "text": value}
 
 
 def parse_nvidia_smi_nvlink(text: str) -> dict:
-    """Parse `nvidia-smi nvlink -s` into {gpus[] with links[] of {link, state, speed_gbps}}."""
+    """Parse `nvidia-smi nvlink -s` into {gpus[] with links[] of {link, state, speed_gbps}}.
+
+    Read line by line: a link line whose value is garbled (`Link 0: . GB/s`) becomes an
+    `unreadable` link and a note in `tool_messages`, so one bad line does not lose the rest.
+    """
     require_content(NVLINK_KIND, text, "nvidia-smi nvlink -s", NVLINK_FIX)
     check_driver_failure(NVLINK_KIND, text)
     gpus: list[dict] = []
     messages: list[str] = []
-    for line in text.splitlines():
-        if not line.strip():
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
             continue
-        header = _NVLINK_GPU.match(line.strip())
+        header = _NVLINK_GPU.match(line)
         if header:
             gpu = blank_gpu(int(header.group(1)))
             gpu.update(name=header.group(2), uuid=header.group(3), links=[], nvlink_error=None)
@@ -126,12 +162,15 @@ def parse_nvidia_smi_nvlink(text: str) -> dict:
             continue
         link = _NVLINK_LINK.match(line)
         if link and gpus:
-            gpus[-1]["links"].append(_link(link.group(1), link.group(2)))
-        elif gpus and line.strip().startswith("NVML:"):
+            entry = _link(link.group(1), link.group(2))
+            gpus[-1]["links"].append(entry)
+            if entry["state"] == "unreadable":
+                messages.append(f"line {number}: unreadable link value {entry['text']!r}: {line}")
+        elif gpus and line.startswith("NVML:"):
             # e.g. 'NVML: Unable to retrieve NVLink information as all links are inactive'
-            gpus[-1]["nvlink_error"] = line.strip()
+            gpus[-1]["nvlink_error"] = line
         elif gpus:
-            messages.append(line.strip())
+            messages.append(line)
         else:
             raise not_output(NVLINK_KIND, "nvidia-smi nvlink -s", text, NVLINK_FIX)
     if not gpus:

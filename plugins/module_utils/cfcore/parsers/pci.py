@@ -48,6 +48,7 @@ _IDS = re.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _REV = re.compile(r"\s*\(rev [0-9a-fA-F]+\)|\s*\(prog-if [^)]*\)")
 _PLAIN_DEVICE = re.compile(r"\bDevice ([0-9a-fA-F]{4})$")
 _SPEED = re.compile(r"Speed (unknown|[\d.]+GT/s)(?: \((ok|downgraded)\))?")
+_DETAIL_LABELS = ("LnkCap", "LnkSta", "Capabilities", "NUMA node", "Kernel driver in use", "Kernel modules")
 _WIDTH = re.compile(r"Width x(\d+)(?: \((ok|downgraded)\))?")
 
 
@@ -128,15 +129,19 @@ def parse_lspci(text: str) -> dict:
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
-        header = _DEVICE_HEADER.match(raw) if not raw[:1].isspace() else None
+        # A device line is known by its leading bus address, not by indentation: text pasted
+        # from a terminal or ticket may be indented as a whole.
+        header = _DEVICE_HEADER.match(raw.strip())
         if header:
             bus_id, class_name, _class_code, description = header.groups()
             devices.append(_device(bus_id, class_name.strip(), description, number))
-        elif devices and raw[:1].isspace():
+        elif raw.strip().startswith("pcilib:"):
+            messages.append(raw.strip())  # e.g. 'pcilib: sysfs_read_vpd: read failed'
+        elif devices and (raw[:1].isspace() or raw.partition(":")[0] in _DETAIL_LABELS):
             details += 1
             _read_detail(devices[-1], raw)
-        elif devices or raw.startswith("pcilib:"):
-            messages.append(raw.strip())  # e.g. 'pcilib: sysfs_read_vpd: read failed'
+        elif devices:
+            messages.append(raw.strip())
         else:
             raise not_output(
                 KIND, "lspci -vvv", text, FIX, "no device line such as '19:00.0 3D controller: ...'"

@@ -1,6 +1,9 @@
+"""The one contract layer: a host's variables -> node_validate's expectation (cfcore.expected)."""
+
 import pytest
-from clusterforge.errors import InvalidInput
-from clusterforge.validation.expected import SkuResolver, build_expected, inputs_of, is_template
+from cfcore import catalog
+from cfcore.expected import InvalidExpectation, SkuResolver, build_expected, inputs_of, normalize
+from cfcore.inputs import is_template
 
 GPU_VARS = {
     "node_sku": "hgx-h100-8gpu",
@@ -21,6 +24,8 @@ def test_gpu_host_expected_state():
     assert expected["hccn_devices"] == []
     assert expected["sysfs_root"] == "/"
     assert expected["skip_checks"] == []
+    assert expected["os_release"] is None
+    assert expected["root_min_free_gib"] == 10.0
 
 
 def test_required_mounts_apply_to_job_nodes_only():
@@ -57,17 +62,25 @@ def test_sysfs_root_and_skip_checks():
         ({"node_sku": None}, ["host gpu-r1-n01", "node_sku is not set"]),
         ({"node_sku": "hgx-h900"}, ["host gpu-r1-n01", "variable node_sku", "hgx-h900"]),
         ({"validate_required_mounts": "/mnt/jfs"}, ["validate_required_mounts must be a list"]),
-        ({"validate_required_mounts": ["mnt/jfs"]}, ["relative paths: mnt/jfs"]),
-        ({"hccn_devices": [{"address": "1.2.3.4"}]}, ["hccn_devices[0] has no 'id'"]),
+        ({"validate_required_mounts": ["mnt/jfs"]}, ["must be a list of absolute paths", "mnt/jfs"]),
+        ({"hccn_devices": [{"address": "1.2.3.4"}]}, ["hccn_devices[0] lacks 'id'"]),
+        ({"hccn_devices": [{"id": "٣", "address": "1.2.3.4", "netmask": "x"}]}, ["must be a device number"]),
         ({"sysfs_root": "opt"}, ["sysfs_root must be an absolute path"]),
-        ({"nvidia_driver_version": ["535"]}, ["nvidia_driver_version must be a version string"]),
-        ({"clusterforge_sku_catalog": ["x"]}, ["clusterforge_sku_catalog must be a mapping"]),
+        ({"nvidia_driver_version": ["535"]}, ["host gpu-r1-n01", "variable nvidia_driver_version"]),
+        ({"cuda_version": 12.1}, ["variable cuda_version", "12.1"]),
+        ({"cuda_version": "latest"}, ["variable cuda_version", "latest"]),
+        ({"nvidia_driver_version": "535.183.01\n"}, ["variable nvidia_driver_version"]),
+        ({"nvidia_driver_version": "{{ driver }}"}, ["nvidia_driver_version still hold Jinja templates"]),
+        ({"clusterforge_sku_catalog": ["x"]}, ["clusterforge_sku_catalog", "must be a mapping"]),
+        ({"os_release": "debian"}, ["os_release must be the OS ID and VERSION_ID"]),
+        ({"validate_root_min_free_gib": "lots"}, ["validate_root_min_free_gib must be a number"]),
+        ({"validate_root_min_free_gib": -1}, ["validate_root_min_free_gib must be a number"]),
         ({"validate_mount_groups": "gpu_nvidia"}, ["validate_mount_groups must be a list"]),
         ({"validate_skip_checks": ["gpu.typo"]}, ["host gpu-r1-n01", "unknown check ids gpu.typo"]),
     ],
 )
 def test_bad_variables_name_host_and_variable(change, words):
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(InvalidExpectation) as caught:
         build_expected("gpu-r1-n01", {**GPU_VARS, **change})
     for word in words:
         assert word in caught.value.message
@@ -75,8 +88,6 @@ def test_bad_variables_name_host_and_variable(change, words):
 
 
 def test_resolver_caches_one_catalog_per_override_set(monkeypatch):
-    from clusterforge import catalog
-
     calls = []
     real = catalog.load_catalog
     monkeypatch.setattr(
@@ -93,3 +104,30 @@ def test_templates_are_found_anywhere_in_the_inputs():
     assert is_template({"a": [1, "{% if x %}"]})
     assert not is_template({"a": ["/mnt/jfs", 3]})
     assert inputs_of({"node_sku": "x", "juicefs_meta_url": "{{ y }}"}) == {"node_sku": "x"}
+
+
+def test_os_release_plan_and_root_space_threshold():
+    expected = build_expected(
+        "n", {**GPU_VARS, "os_release": "Debian 12", "validate_root_min_free_gib": "20"}
+    )
+    checked = normalize(expected)
+    assert checked["os_release"] == {"id": "debian", "version_id": "12", "text": "debian 12"}
+    assert checked["root_min_free_gib"] == 20.0
+
+
+def test_the_node_checks_the_sku_with_the_catalog_schema():
+    """One SKU schema: the node refuses a spec the catalog would refuse, with the same words."""
+    expected = build_expected("gpu-r1-n01", GPU_VARS)
+    broken = {**expected["sku"], "accelerator": {**expected["sku"]["accelerator"], "count": "eight"}}
+    issues = catalog.validate_catalog({"hgx-h100-8gpu": broken})
+    with pytest.raises(InvalidExpectation) as caught:
+        normalize({**expected, "sku": broken})
+    assert issues and issues[0][1] in caught.value.message
+    assert "hgx-h100-8gpu.accelerator.count" in caught.value.message
+
+
+def test_defaults_the_checks_read_are_filled():
+    checked = normalize(build_expected("gpu-r1-n01", GPU_VARS))
+    assert checked["accelerator"]["mig_mode"] == "disabled"
+    assert checked["accelerator"]["kernel_module_flavour"] == "any"
+    assert checked["hca"]["rate_gbps"] == 400

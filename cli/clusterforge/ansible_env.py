@@ -1,0 +1,110 @@
+"""The one place that decides how the CLI runs Ansible: which ansible.cfg, executables and environment.
+
+- `use_project_config()`: make Ansible *in this process* (the inventory API)
+  read the checkout's ansible.cfg; call it before `ansible.constants` is first
+  imported.
+- `ansible_tool(name)`: an `ansible-*` executable, the one next to this
+  Python first (the venv), then PATH; EnvironmentNotReady (exit 4) otherwise.
+- `ansible_env()`: the environment of a subprocess or ansible-runner run:
+  the same ansible.cfg, the venv's tools first on PATH, no colours.
+- `ensure_collection_link()`: makes the checkout resolvable as the Ansible
+  collection `clusterforge.cluster` (ansible.cfg's collections_path points at
+  `.collections/`, a git-ignored folder holding one symlink to the checkout).
+
+Without a checkout (an installed CLI) Ansible's own configuration applies.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from clusterforge.errors import EnvironmentNotReady
+from clusterforge.paths import project_root
+
+COLLECTION_NAMESPACE = "clusterforge"
+COLLECTION_NAME = "cluster"
+COLLECTIONS_DIR = ".collections"  # relative to the checkout; named by ansible.cfg's collections_path
+# The link sits in <checkout>/.collections/ansible_collections/clusterforge/: three levels up is the checkout.
+_LINK_TARGET = os.path.join(os.pardir, os.pardir, os.pardir)
+
+
+def checkout() -> Path | None:
+    """The ClusterForge checkout, or None for an installed CLI without one."""
+    try:
+        return project_root()
+    except EnvironmentNotReady:
+        return None
+
+
+def config_path() -> Path | None:
+    """The ansible.cfg every Ansible run of the CLI uses (None: Ansible's own search applies)."""
+    root = checkout()
+    return root / "ansible.cfg" if root else None
+
+
+def use_project_config() -> None:
+    """Point this process's Ansible at the checkout's ansible.cfg (before ansible.constants is imported)."""
+    config = config_path()
+    if config is not None:
+        os.environ["ANSIBLE_CONFIG"] = str(config)
+
+
+def ansible_tool(name: str) -> str:
+    """An Ansible executable: the one next to this Python first (the venv), then PATH."""
+    local = Path(sys.executable).parent / name
+    if local.is_file() and os.access(local, os.X_OK):
+        return str(local)
+    found = shutil.which(name)
+    if not found:
+        raise EnvironmentNotReady(
+            f"{name} not found next to {sys.executable} nor on PATH",
+            "install ClusterForge with its dependencies (scripts/setup-venv.sh) and run it from that venv",
+        )
+    return found
+
+
+def ansible_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """Ansible subprocess environment: the checkout's ansible.cfg and collection, the venv's tools first."""
+    env = dict(os.environ if base is None else base)
+    config = config_path()
+    if config is not None:
+        env["ANSIBLE_CONFIG"] = str(config)
+        ensure_collection_link(config.parent)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("ANSIBLE_NOCOLOR", "1")
+    return env
+
+
+def collection_link(root: Path) -> Path:
+    return root / COLLECTIONS_DIR / "ansible_collections" / COLLECTION_NAMESPACE / COLLECTION_NAME
+
+
+def ensure_collection_link(root: Path | None = None) -> Path | None:
+    """Create (once) `<checkout>/.collections/ansible_collections/clusterforge/cluster` -> the checkout.
+
+    Idempotent; a link pointing elsewhere is replaced. Returns the link, or
+    None without a checkout. EnvironmentNotReady when the path is taken by
+    something else or the checkout is not writable.
+    """
+    root = root or checkout()
+    if root is None:
+        return None
+    link = collection_link(root)
+    if link.is_symlink() and os.readlink(link) == _LINK_TARGET:
+        return link
+    fix = f"remove {link} if it is stale, or create it: ln -sfn {_LINK_TARGET} {link}"
+    if link.exists() and not link.is_symlink():
+        raise EnvironmentNotReady(f"{link} exists and is not the link to the checkout", fix)
+    try:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        staged = link.with_name(f".{link.name}.{os.getpid()}")
+        if staged.is_symlink():
+            staged.unlink()
+        staged.symlink_to(_LINK_TARGET)
+        os.replace(staged, link)  # atomic: concurrent runs never see a missing or half-made link
+    except OSError as err:
+        raise EnvironmentNotReady(f"cannot create the collection link {link}: {err.strerror}", fix) from None
+    return link

@@ -1,0 +1,80 @@
+"""Read input files safely: regular files only, size-capped, optionally confined to a folder.
+
+Captures, BOM files and inventories come from other people (a support tarball,
+a pull request). A FIFO would hang a reader forever, a link to /dev/zero would
+eat all memory, and a symlink out of a capture would copy any local file into
+a report. Every reader of such input goes through `read_text`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class UnsafeFile(ValueError):
+    """The path is not a regular file within its limits; the message names it and why."""
+
+
+def confined(path: str, root: str | None = None) -> str:
+    """`path` resolved (links followed); UnsafeFile when that leaves `root`."""
+    resolved = os.path.realpath(path)
+    if root is not None:
+        base = os.path.realpath(root)
+        if resolved != base and not resolved.startswith(base.rstrip(os.sep) + os.sep):
+            raise UnsafeFile(f"{path} points outside {root} (to {resolved}); refusing to read it")
+    return resolved
+
+
+def kind_of(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: str, root: str | None = None) -> str:
+    """The resolved path of a regular file (inside `root` when given), else UnsafeFile."""
+    resolved = confined(path, root)
+    try:
+        mode = os.stat(resolved).st_mode
+    except OSError as err:
+        raise UnsafeFile(f"{path}: {err.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise UnsafeFile(f"{path} is {kind_of(mode)}, not a regular file; refusing to read it")
+    return resolved
+
+
+def read_bytes(path: str, max_bytes: int, root: str | None = None) -> bytes:
+    """The content of a regular file of at most `max_bytes`; UnsafeFile otherwise.
+
+    Opened non-blocking and checked again on the open descriptor, so a file
+    swapped for a FIFO between the checks cannot hang the reader.
+    """
+    resolved = check_regular(path, root)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(resolved, flags)
+    except OSError as err:
+        raise UnsafeFile(f"{path}: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFile(f"{path} is {kind_of(info.st_mode)}, not a regular file; refusing to read it")
+        if info.st_size > max_bytes:
+            raise UnsafeFile(f"{path} is {info.st_size} bytes, over the limit of {max_bytes} bytes")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UnsafeFile(f"{path} is over the limit of {max_bytes} bytes")
+    return data
+
+
+def read_text(path: str, max_bytes: int, root: str | None = None, errors: str = "replace") -> str:
+    """`read_bytes` decoded as UTF-8 (undecodable bytes replaced unless errors='strict')."""
+    return read_bytes(path, max_bytes, root).decode("utf-8", errors)

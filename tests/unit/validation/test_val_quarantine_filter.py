@@ -1,0 +1,73 @@
+"""cf_quarantine_nodes (plugins/filter/quarantine.py): the playbook's check of its whole request."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from clusterforge.validation.quarantine import playbook_rules
+
+rules = playbook_rules()
+GOOD_SLURM = {"name": "gpu-r1-n01", "reason": "clusterforge: gpu.xid 2026-11-30T12:05Z", "scheduler": "slurm"}
+GOOD_K8S = {"name": "gpu-r1-n01.dc1", "reason": "gpu.xid", "scheduler": "kubernetes"}
+
+
+def test_good_entries_are_split_by_scheduler():
+    nodes = [GOOD_SLURM, GOOD_K8S]
+    assert rules.cf_quarantine_nodes(nodes, "slurm") == [
+        {"name": "gpu-r1-n01", "reason": "clusterforge: gpu.xid 2026-11-30T12:05Z"}
+    ]
+    assert rules.cf_quarantine_nodes(nodes, "kubernetes") == [{"name": "gpu-r1-n01.dc1", "reason": "gpu.xid"}]
+    assert rules.cf_quarantine_nodes([], "slurm") == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        (["scontrol", "update", "NodeName=x"], "must be a mapping with name, reason, scheduler, got list"),
+        ("rm -rf /", "must be a mapping"),
+        ({**GOOD_SLURM, "argv": ["sh", "-c", "id"]}, "exactly the keys name, reason, scheduler, got argv"),
+        (
+            {"name": "n1", "scheduler": "slurm"},
+            "exactly the keys name, reason, scheduler, got name, scheduler",
+        ),
+        ({**GOOD_SLURM, "scheduler": "shell"}, "scheduler 'shell' is not one of slurm, kubernetes"),
+        ({**GOOD_SLURM, "name": "gpu-01;reboot"}, "name 'gpu-01;reboot' is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": "gpu 01"}, "name 'gpu 01' is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": "gpu-01\n"}, "name 'gpu-01\\n' is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": "node[1-100]"}, "is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": "a,b"}, "is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": "--help"}, "is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": "gpü-01"}, "is not one Slurm node name"),  # ASCII only
+        ({**GOOD_SLURM, "name": "n" * 64}, "is not one Slurm node name"),
+        ({**GOOD_SLURM, "name": 7}, "name 7 is not one Slurm node name"),
+        ({**GOOD_SLURM, "reason": "ok\nState=RESUME"}, "reason 'ok\\nState=RESUME' is not one line"),
+        ({**GOOD_SLURM, "reason": ""}, "is not one line of printable ASCII"),
+        ({**GOOD_SLURM, "reason": "r" * 201}, "at most 200 characters"),
+        ({**GOOD_K8S, "name": "Gpu-01"}, "name 'Gpu-01' is not one Kubernetes node name"),
+        ({**GOOD_K8S, "name": "gpu_01"}, "is not one Kubernetes node name"),
+        ({**GOOD_K8S, "reason": "gpu.xid:NoExecute"}, "reason 'gpu.xid:NoExecute' is not a taint value"),
+        ({**GOOD_K8S, "reason": "a b"}, "is not a taint value"),
+    ],
+)
+def test_anything_but_a_name_and_a_reason_is_refused(entry, words):
+    with pytest.raises(AnsibleFilterError) as refused:
+        rules.cf_quarantine_nodes([GOOD_SLURM, entry], "slurm")
+    message = str(refused.value)
+    assert message.startswith("quarantine refused, nothing was run: quarantine_nodes[1]: ")
+    assert words in message
+
+
+def test_a_bad_entry_of_another_scheduler_refuses_this_one_too():
+    """The first play that runs refuses the whole request, before any controller runs a command."""
+    with pytest.raises(AnsibleFilterError, match=r"quarantine_nodes\[1\]: name 'a;b'"):
+        rules.cf_quarantine_nodes([GOOD_SLURM, {**GOOD_K8S, "name": "a;b"}], "slurm")
+
+
+def test_every_problem_is_listed_at_once():
+    with pytest.raises(AnsibleFilterError) as refused:
+        rules.cf_quarantine_nodes([{**GOOD_SLURM, "name": "a b"}, GOOD_K8S, "x"], "kubernetes")
+    assert "quarantine_nodes[0]" in str(refused.value) and "quarantine_nodes[2]" in str(refused.value)
+
+
+@pytest.mark.parametrize("nodes", ["scontrol update NodeName=x", {"name": "x"}, None])
+def test_the_request_must_be_a_list(nodes):
+    with pytest.raises(AnsibleFilterError, match="quarantine_nodes must be a list"):
+        rules.cf_quarantine_nodes(nodes, "slurm")
