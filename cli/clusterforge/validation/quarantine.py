@@ -5,24 +5,21 @@ vectors (no shell). playbooks/quarantine.yml is given only each node's name and
 reason (`request`) and builds the same commands itself; the argv here is what
 the report shows and what an operator runs by hand where no controller is in
 the inventory. Names and reasons are checked with the playbook's own rules
-(plugins/filter/quarantine.py), because check ids and messages travel from
+(cfcore/quarantine_rules.py), because check ids and messages travel from
 nodes (tool output) to the controllers: a name the playbook would refuse is a
 note here, never a command.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
-from types import ModuleType
 from typing import Any
 
-from clusterforge.errors import EnvironmentNotReady
-from clusterforge.paths import project_root
+from cfcore import quarantine_rules
+
 from clusterforge.validation.results import bad_checks
 
 SLURM_GROUP = "slurm_controller"
@@ -33,24 +30,6 @@ TAINT_KEY = "clusterforge.io/unhealthy"
 LABEL_KEY = "clusterforge.io/validation"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,:-]+")
 MAX_REASON_IDS = 4
-
-
-@cache
-def playbook_rules() -> ModuleType:
-    """plugins/filter/quarantine.py, the checks the playbook applies to every entry.
-
-    Loaded from the checkout (it is an Ansible plugin, not a package module) so
-    the CLI plans with the very rules the playbook enforces.
-    """
-    path = project_root() / "plugins" / "filter" / "quarantine.py"
-    spec = importlib.util.spec_from_file_location("clusterforge_quarantine_rules", path)
-    if spec is None or spec.loader is None or not path.is_file():
-        raise EnvironmentNotReady(
-            f"{path} is missing: the checkout is incomplete", "restore it from the repository (git checkout)"
-        )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass
@@ -116,7 +95,7 @@ def slurm_reason(check_ids: list[str], when: datetime) -> str:
     if len(ids) > MAX_REASON_IDS:
         shown += f"+{len(ids) - MAX_REASON_IDS}"
     prefix, suffix = "clusterforge: ", f" {when.strftime('%Y-%m-%dT%H:%MZ')}"
-    room = playbook_rules().SLURM_REASON_MAX - len(prefix) - len(suffix)
+    room = quarantine_rules.SLURM_REASON_MAX - len(prefix) - len(suffix)
     return f"{prefix}{shown[:room].rstrip(',') or 'validation'}{suffix}"
 
 
@@ -198,7 +177,7 @@ def _add(
     out: Plan, scheduler: str, host: str, name: str, reason: str, commands: dict[str, list[str]]
 ) -> None:
     """The node's commands for one scheduler, or a note when the playbook would refuse its entry."""
-    problem = playbook_rules().entry_problem({"name": name, "reason": reason, "scheduler": scheduler})
+    problem = quarantine_rules.entry_problem({"name": name, "reason": reason, "scheduler": scheduler})
     if problem:
         title, variable = _NAME_VARIABLES[scheduler]
         out.notes.append(

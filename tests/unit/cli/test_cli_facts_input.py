@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 
 import pytest
 from cfcore.parsers import max_bytes
@@ -17,20 +16,6 @@ def run(argv: list[str]) -> int:
     with pytest.raises(SystemExit) as exc:
         main(argv)
     return exc.value.code
-
-
-@pytest.fixture
-def watchdog():
-    """Fail instead of hanging: a FIFO opened for reading blocks until a writer comes."""
-
-    def expired(_signum, _frame):
-        raise TimeoutError("facts parse hung")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def test_a_fifo_is_refused_without_hanging(tmp_path, capsys, watchdog):

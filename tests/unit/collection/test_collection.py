@@ -42,6 +42,25 @@ def plain_env(tmp_path: Path, collections: Path) -> dict[str, str]:
     }
 
 
+def install(tarball: Path, collections: Path, env: dict[str, str], cwd: Path) -> Path:
+    """Install the tarball with plain settings (the checkout's would find its own link and skip it)."""
+    argv = [
+        BIN / "ansible-galaxy",
+        "collection",
+        "install",
+        "--offline",
+        "--no-deps",
+        "-p",
+        collections,
+        tarball,
+    ]
+    proc = run(argv, cwd=cwd, env=env)
+    assert proc.returncode == 0, proc.stderr
+    installed = collections / "ansible_collections" / "clusterforge" / "cluster"
+    assert (installed / "MANIFEST.json").is_file(), proc.stdout
+    return installed
+
+
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import textwrap
 
@@ -259,9 +258,9 @@ def test_internal_error_exits_1(monkeypatch, capsys, tmp_path):
 
 def test_ansible_inventory_graph_reads_the_example():
     """The example is a plain Ansible inventory: ansible-inventory parses it with the project ansible.cfg."""
-    binary = (
-        shutil.which("ansible-inventory", path=str(project_root() / ".venv" / "bin")) or "ansible-inventory"
-    )
+    from clusterforge.ansible_env import ansible_tool
+
+    binary = ansible_tool("ansible-inventory")
     result = subprocess.run(
         [binary, "-i", str(EXAMPLE), "--graph"],
         capture_output=True,

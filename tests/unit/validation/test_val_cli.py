@@ -4,7 +4,6 @@ import errno
 import json
 import os
 import shutil
-import signal
 import textwrap
 from pathlib import Path
 
@@ -30,20 +29,6 @@ def make_capture(root, mounts=("/mnt/jfs",), meta=None):
     for name in ("chronyc-tracking.txt", "df-P-k-root.txt"):  # the node-level checks of every node
         shutil.copy(HEALTHY / name, root / name)
     return root
-
-
-@pytest.fixture
-def watchdog():
-    """Fail instead of hanging: a FIFO read by mistake would block forever."""
-
-    def expired(_signum, _frame):
-        raise TimeoutError("the command hung")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize(

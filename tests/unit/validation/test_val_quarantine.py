@@ -2,12 +2,12 @@ import shlex
 from datetime import UTC, datetime
 
 import pytest
+from cfcore import quarantine_rules
 from clusterforge.validation.quarantine import (
     k8s_label,
     k8s_taint,
     label_value,
     plan,
-    playbook_rules,
     slurm_drain,
     slurm_reason,
 )
@@ -139,9 +139,9 @@ def test_request_carries_names_and_reasons_only():
 def test_long_reasons_fit_what_the_playbook_accepts():
     ids = [f"fleet.outlier.{'x' * 60}{i}" for i in range(6)]
     reason = slurm_reason(ids, WHEN)
-    assert len(reason) <= playbook_rules().SLURM_REASON_MAX
+    assert len(reason) <= quarantine_rules.SLURM_REASON_MAX
     assert reason.startswith("clusterforge: fleet.outlier.") and reason.endswith(" 2026-11-30T12:05Z")
-    assert playbook_rules().entry_problem({"name": "n1", "reason": reason, "scheduler": "slurm"}) is None
+    assert quarantine_rules.entry_problem({"name": "n1", "reason": reason, "scheduler": "slurm"}) is None
 
 
 def test_nodes_are_quarantined_only_by_the_schedulers_they_work_for():

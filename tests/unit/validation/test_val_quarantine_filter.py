@@ -2,20 +2,24 @@
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from clusterforge.validation.quarantine import playbook_rules
+from ansible.plugins.loader import filter_loader, init_plugin_loader
+from clusterforge.ansible_env import ensure_collection_link
 
-rules = playbook_rules()
+# Loaded as Ansible loads it: the collection's filter, found through the checkout's link
+# (.collections/ansible_collections/clusterforge/cluster).
+init_plugin_loader([str(ensure_collection_link().parents[2])])
+cf_quarantine_nodes = filter_loader.get("clusterforge.cluster.cf_quarantine_nodes").j2_function
 GOOD_SLURM = {"name": "gpu-r1-n01", "reason": "clusterforge: gpu.xid 2026-11-30T12:05Z", "scheduler": "slurm"}
 GOOD_K8S = {"name": "gpu-r1-n01.dc1", "reason": "gpu.xid", "scheduler": "kubernetes"}
 
 
 def test_good_entries_are_split_by_scheduler():
     nodes = [GOOD_SLURM, GOOD_K8S]
-    assert rules.cf_quarantine_nodes(nodes, "slurm") == [
+    assert cf_quarantine_nodes(nodes, "slurm") == [
         {"name": "gpu-r1-n01", "reason": "clusterforge: gpu.xid 2026-11-30T12:05Z"}
     ]
-    assert rules.cf_quarantine_nodes(nodes, "kubernetes") == [{"name": "gpu-r1-n01.dc1", "reason": "gpu.xid"}]
-    assert rules.cf_quarantine_nodes([], "slurm") == []
+    assert cf_quarantine_nodes(nodes, "kubernetes") == [{"name": "gpu-r1-n01.dc1", "reason": "gpu.xid"}]
+    assert cf_quarantine_nodes([], "slurm") == []
 
 
 @pytest.mark.parametrize(
@@ -49,7 +53,7 @@ def test_good_entries_are_split_by_scheduler():
 )
 def test_anything_but_a_name_and_a_reason_is_refused(entry, words):
     with pytest.raises(AnsibleFilterError) as refused:
-        rules.cf_quarantine_nodes([GOOD_SLURM, entry], "slurm")
+        cf_quarantine_nodes([GOOD_SLURM, entry], "slurm")
     message = str(refused.value)
     assert message.startswith("quarantine refused, nothing was run: quarantine_nodes[1]: ")
     assert words in message
@@ -58,16 +62,16 @@ def test_anything_but_a_name_and_a_reason_is_refused(entry, words):
 def test_a_bad_entry_of_another_scheduler_refuses_this_one_too():
     """The first play that runs refuses the whole request, before any controller runs a command."""
     with pytest.raises(AnsibleFilterError, match=r"quarantine_nodes\[1\]: name 'a;b'"):
-        rules.cf_quarantine_nodes([GOOD_SLURM, {**GOOD_K8S, "name": "a;b"}], "slurm")
+        cf_quarantine_nodes([GOOD_SLURM, {**GOOD_K8S, "name": "a;b"}], "slurm")
 
 
 def test_every_problem_is_listed_at_once():
     with pytest.raises(AnsibleFilterError) as refused:
-        rules.cf_quarantine_nodes([{**GOOD_SLURM, "name": "a b"}, GOOD_K8S, "x"], "kubernetes")
+        cf_quarantine_nodes([{**GOOD_SLURM, "name": "a b"}, GOOD_K8S, "x"], "kubernetes")
     assert "quarantine_nodes[0]" in str(refused.value) and "quarantine_nodes[2]" in str(refused.value)
 
 
 @pytest.mark.parametrize("nodes", ["scontrol update NodeName=x", {"name": "x"}, None])
 def test_the_request_must_be_a_list(nodes):
     with pytest.raises(AnsibleFilterError, match="quarantine_nodes must be a list"):
-        rules.cf_quarantine_nodes(nodes, "slurm")
+        cf_quarantine_nodes(nodes, "slurm")
