@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from cfcore.inputs import is_template
+
 from clusterforge.catalog import (
     OVERRIDE_VARIABLE,
     CatalogError,
@@ -19,7 +21,6 @@ from clusterforge.inventory_check.problems import ERROR, WARNING, Problem
 from clusterforge.inventory_check.rules import BomRules
 from clusterforge.inventory_check.templating import (
     TemplateCache,
-    has_template,
     refused_lookups,
     unsafe_reason,
 )
@@ -140,7 +141,7 @@ class HostView:
                 "set ANSIBLE_VAULT_PASSWORD_FILE to the vault password file to check it",
                 WARNING,
             )
-        if not has_template(value):
+        if not is_template(value):
             return value
         verdict = unsafe_reason(value, self.entry.vars, too_large)
         if verdict.syntax_error:

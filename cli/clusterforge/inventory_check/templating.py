@@ -36,9 +36,6 @@ _UNCACHEABLE = frozenset({"hostvars", "vars", "groups", "lookup", "query", "q"})
 _MISSING = "\0missing"
 
 
-has_template = is_template  # the one template detector (cfcore.inputs)
-
-
 class TemplateCache:
     def __init__(self) -> None:
         self._results: dict[tuple[str, ...], tuple[bool, Any]] = {}
@@ -294,7 +291,7 @@ def unsafe_reason(raw: Any, variables: dict[str, Any], too_large: Callable[[Any]
         for text in _strings(pending.pop()):
             if text.startswith(_DELIMITER_OVERRIDE):
                 return Verdict(reason="changes the template delimiters (#jinja2:)")
-            if not has_template(text):
+            if not is_template(text):
                 continue
             verdict = template_verdict(text)
             if verdict.reason or verdict.syntax_error:
@@ -344,7 +341,7 @@ def _node_reason(node: Any, nodes: Any) -> str | None:
         value = node.value
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _LARGEST_NUMBER:
             return f"uses the number {value} (can build huge values)"
-        if isinstance(value, str) and has_template(value):  # Ansible renders templates inside strings too
+        if isinstance(value, str) and is_template(value):  # Ansible renders templates inside strings too
             inner = template_verdict(value)
             return inner.reason or inner.syntax_error
     return None
