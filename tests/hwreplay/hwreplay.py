@@ -12,6 +12,7 @@ control tool:
     hwreplay profile list            the profiles it knows
     hwreplay profile show            the active profile and what it replays
     hwreplay profile set NAME        switch this node's hardware (root)
+    hwreplay profile refresh [--answers-only]  set the recorded profile again (after package changes)
     hwreplay render TOOL [ARGS...]   print what TOOL ARGS would print
     hwreplay fabricmanager           the nvidia-fabricmanager.service stand-in
 
@@ -44,6 +45,12 @@ def control_parser() -> argparse.ArgumentParser:
     actions.add_parser("show", help="the active profile")
     set_parser = actions.add_parser("set", help="switch to profile NAME")
     set_parser.add_argument("name")
+    refresh = actions.add_parser(
+        "refresh", help="set the recorded profile again (the apt hook runs it after dpkg)"
+    )
+    refresh.add_argument(
+        "--answers-only", action="store_true", help="only re-render the pre-rendered answers"
+    )
     render = sub.add_parser("render", help="print what a replayed tool prints")
     render.add_argument("tool", choices=sorted(TOOLS))
     render.add_argument("args", nargs=argparse.REMAINDER)
@@ -61,6 +68,11 @@ def control_main(argv: list, ctx: Context) -> int:
         sys.stdout.write(control.list_profiles_text(ctx))
     elif args.action == "show":
         sys.stdout.write(control.show_profile(ctx))
+    elif args.action == "refresh":
+        name, changes = control.refresh_profile(ctx, args.answers_only)
+        sys.stdout.write(f"profile: {name or 'none selected, nothing to refresh'}\n")
+        sys.stdout.write(f"changed: {'yes' if changes else 'no'}\n")
+        sys.stdout.write("".join(f"  - {change}\n" for change in changes))
     else:
         previous, changes = control.set_profile(ctx, args.name)
         sys.stdout.write(f"profile: {args.name} (was: {previous or 'none'})\n")

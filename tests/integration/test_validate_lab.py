@@ -130,9 +130,14 @@ def lab():
         assert proc.returncode == 0, explain(proc)
         print(f"lab up: {time.monotonic() - clock:.0f} s")
         # Validation follows bring-up, as in production: the site playbook
-        # prepares the nodes (chrony from the lab's time server, ...).
+        # prepares the nodes (chrony from the lab's time server, the NVIDIA stack
+        # from the lab's test repositories, ...). Its own validation would stop
+        # on the nodes that are faulty on purpose: the tests below judge them.
         clock = time.monotonic()
-        site = run(BIN / "ansible-playbook", "-i", INVENTORY, ROOT / "playbooks" / "site.yml", timeout=900)
+        site = run(
+            BIN / "ansible-playbook", "-i", INVENTORY, "-e", "validate_block_on_fail=false",
+            ROOT / "playbooks" / "site.yml", timeout=900,
+        )  # fmt: skip
         assert site.returncode == 0, explain(site)
         print(f"site playbook: {time.monotonic() - clock:.0f} s")
         yield INVENTORY

@@ -17,6 +17,8 @@ The checks, each in its own module:
 
 from __future__ import annotations
 
+from cfcore.bom import load_rules
+
 from clusterforge.inventory_check import files as file_checks
 from clusterforge.inventory_check.addresses import check_addresses
 from clusterforge.inventory_check.ansible_load import load_inventory
@@ -26,7 +28,6 @@ from clusterforge.inventory_check.groups import check_groups
 from clusterforge.inventory_check.hccn import check_hccn
 from clusterforge.inventory_check.hosts import check_hosts
 from clusterforge.inventory_check.problems import ERROR, WARNING, Problem, Report
-from clusterforge.inventory_check.rules import load_rules
 from clusterforge.inventory_check.skus import check_skus
 from clusterforge.inventory_check.templating import TemplateCache
 

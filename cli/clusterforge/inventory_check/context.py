@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from cfcore import bom as bom_rules
 from cfcore.inputs import is_template
 
 from clusterforge.catalog import (
@@ -18,7 +19,6 @@ from clusterforge.catalog import (
 from clusterforge.inventory_check.ansible_load import HostEntry, LoadedInventory
 from clusterforge.inventory_check.origin import origin_of
 from clusterforge.inventory_check.problems import ERROR, WARNING, Problem
-from clusterforge.inventory_check.rules import BomRules
 from clusterforge.inventory_check.templating import (
     TemplateCache,
     refused_lookups,
@@ -26,7 +26,8 @@ from clusterforge.inventory_check.templating import (
 )
 from clusterforge.inventory_check.values import MAX_VALUES, Encrypted, Vault, ciphertext_of, too_large
 
-UNRESOLVED = object()  # a value that cannot be checked here (HostView.unresolved says why)
+# A value that cannot be checked here (HostView.unresolved says why); the BOM rules' own marker.
+UNRESOLVED = bom_rules.UNRESOLVED
 
 _NATIVE_TYPES = (bool, int, float, str, list, dict)
 
@@ -206,7 +207,7 @@ class HostView:
 class Context:
     inventory: LoadedInventory
     views: list[HostView]
-    rules: BomRules
+    rules: bom_rules.BomRules
     _catalogs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     catalog_problems: list[Problem] = field(default_factory=list)
     _patterns: dict[str, frozenset[str]] = field(default_factory=dict)

@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from clusterforge.errors import ClusterForgeError
+from clusterforge.lab import test_repo
 from clusterforge.lab.context import LabContext, label_filter
 from clusterforge.lab.disks import LabDisks
 from clusterforge.lab.inventory import remove_inventory
@@ -51,6 +52,7 @@ def lab_down(ctx: LabContext, name: str) -> DownResult:
     hosts.update({node.host: node.ip for node in planned if node.host not in hosts})
 
     result.containers = [info.name for info in infos if info.name.startswith(NAME_PREFIX)]
+    result.containers += test_repo.service_containers(ctx, name)
     if result.containers:
         with ctx.reporter.step(f"remove {len(result.containers)} containers"):
             podman.remove_containers(result.containers)

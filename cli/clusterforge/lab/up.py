@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
-from clusterforge.lab import environment, readiness
+from clusterforge.lab import environment, readiness, test_repo
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.disks import DATA_DISK, LabDisks
 from clusterforge.lab.inventory import is_generated_for, remove_inventory, write_inventory
@@ -197,8 +197,9 @@ def lab_up(ctx: LabContext, request: UpRequest) -> UpResult:
         with reporter.step("SSH login as ansible + sudo on every node"):
             readiness.wait_for_ssh(ctx, access, nodes, deadline)
         save_spec(ctx.root, spec)
+        repo_vars = test_repo.serve(ctx, spec, nodes) if request.hwreplay else {}
         with reporter.step(f"write inventory {result.inventory}"):
-            write_inventory(result.inventory, spec.name, nodes, access, spec.subnet)
+            write_inventory(result.inventory, spec.name, nodes, access, spec.subnet, repo_vars)
         if request.hwreplay:
             result.hwreplay_ran = run_hwreplay(ctx, result.inventory, nodes)
     except BaseException:

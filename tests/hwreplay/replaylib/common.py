@@ -16,6 +16,10 @@ DEFAULTS = {
     "HWREPLAY_SYSROOT": "/opt/hwreplay/sysroot",
     "HWREPLAY_BIN_DIR": "/usr/local/bin",
     "HWREPLAY_UNIT_DIR": "/etc/systemd/system",
+    # What installed NVIDIA packages leave (installed.py): NVML's library, package units, FM's state.
+    "HWREPLAY_LIB_DIR": "/usr/lib/x86_64-linux-gnu",
+    "HWREPLAY_PACKAGE_UNIT_DIRS": "/lib/systemd/system:/usr/lib/systemd/system",
+    "HWREPLAY_FM_STATE": "/run/nvidia-fabricmanager/fabric.state",
 }
 PROGRAM = os.path.join(INSTALL_DIR, "hwreplay.py")
 
@@ -84,6 +88,18 @@ class Context:
     @property
     def unit_dir(self) -> str:
         return self.path("HWREPLAY_UNIT_DIR")
+
+    @property
+    def lib_dir(self) -> str:
+        return self.path("HWREPLAY_LIB_DIR")
+
+    @property
+    def package_unit_dirs(self) -> list:
+        return [part for part in self.path("HWREPLAY_PACKAGE_UNIT_DIRS").split(":") if part]
+
+    @property
+    def fm_state(self) -> str:
+        return self.path("HWREPLAY_FM_STATE")
 
     @property
     def now(self) -> float:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from . import installed as packages
 from . import prerender, shims
 from .common import PROGRAM, Context, ReplayError
 from .infiniband import sysfs_files
@@ -24,6 +25,9 @@ from .profiles import active_profile, list_profiles, load_raw, read_overrides, r
 from .tools import TOOLS, installed, installed_tools
 
 FM_UNIT = "nvidia-fabricmanager.service"
+FM_UNIT_MARKER = "Installed by hwreplay"
+# With the nvidia-fabricmanager package installed: re-render when its service starts or stops.
+FM_DROPIN = "nvidia-fabricmanager.service.d/50-hwreplay-refresh.conf"
 SYSFS_SUBTREE = "sys/class/infiniband"
 
 
@@ -41,6 +45,17 @@ def fm_unit_text() -> str:
         "\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"
+    )
+
+
+def fm_dropin_text() -> str:
+    return (
+        "# Installed by hwreplay (tests only): re-render the replayed answers (the GPUs'\n"
+        "# fabric state follows this service) when the packaged fabric manager starts or stops.\n"
+        "[Service]\n"
+        "# --answers-only: no systemctl from inside this unit's own start or stop.\n"
+        "ExecStartPost=-/usr/local/bin/hwreplay profile refresh --answers-only\n"
+        "ExecStopPost=-/usr/local/bin/hwreplay profile refresh --answers-only\n"
     )
 
 
@@ -118,20 +133,65 @@ def systemctl(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(("systemctl", *args), capture_output=True, text=True, check=False)
 
 
+def is_our_unit(path: str) -> bool:
+    try:
+        with open(path) as handle:
+            return FM_UNIT_MARKER in handle.read(512)
+    except OSError:
+        return False
+
+
+def remove_own_fm_unit(ctx: Context, unit_path: str, why: str) -> list:
+    if not is_our_unit(unit_path):
+        return []  # an administrator's unit or override: not ours to touch
+    if ctx.manage_systemd:
+        systemctl("disable", "--now", FM_UNIT)
+    os.unlink(unit_path)
+    if ctx.manage_systemd:
+        systemctl("daemon-reload")
+    return [f"removed {unit_path} ({why})"]
+
+
+def sync_fm_dropin(ctx: Context, wanted: bool) -> list:
+    path = os.path.join(ctx.unit_dir, FM_DROPIN)
+    if wanted:
+        changed = write_if_changed(path, fm_dropin_text(), 0o644)
+    else:
+        changed = os.path.exists(path)
+        if changed:
+            os.unlink(path)
+            if not os.listdir(os.path.dirname(path)):
+                os.rmdir(os.path.dirname(path))
+    if not changed:
+        return []
+    if ctx.manage_systemd:
+        systemctl("daemon-reload")
+    return [f"{'wrote' if wanted else 'removed'} {path}"]
+
+
 def sync_fabric_manager(ctx: Context, profile: dict) -> list:
-    """Unit present and running (or failed, when the profile says so) iff there are NVSwitches."""
+    """Unit present and running (or failed, when the profile says so) iff there are NVSwitches.
+
+    When an nvidia-fabricmanager package is installed its own unit is the one:
+    hwreplay removes its stand-in unit (never installs it over the package's),
+    leaves the service to the roles and only adds a drop-in that re-renders the
+    answers when the service starts or stops (the GPUs' fabric state follows it).
+    """
     nvidia = profile.get("nvidia") or {}
     unit_path = os.path.join(ctx.unit_dir, FM_UNIT)
+    package_unit = packages.fm_package_unit(ctx)
     changes = []
+    if package_unit and os.path.exists(unit_path):
+        # Stop and remove the stand-in before the drop-in exists: it must never run the refresh.
+        why = f"the nvidia-fabricmanager package's {package_unit} is used"
+        changes += remove_own_fm_unit(ctx, unit_path, why)
+    changes += sync_fm_dropin(ctx, bool(package_unit and nvidia.get("nvswitches")))
+    if package_unit:
+        return changes
     if not nvidia.get("nvswitches"):
         if not os.path.exists(unit_path):
             return changes
-        if ctx.manage_systemd:
-            systemctl("disable", "--now", FM_UNIT)
-        os.unlink(unit_path)
-        if ctx.manage_systemd:
-            systemctl("daemon-reload")
-        return [f"removed {unit_path} (no NVSwitch)"]
+        return changes + remove_own_fm_unit(ctx, unit_path, "no NVSwitch")
     if write_if_changed(unit_path, fm_unit_text(), 0o644):
         changes.append(f"wrote {unit_path}")
         if ctx.manage_systemd:
@@ -169,8 +229,12 @@ def check_overrides_fit(ctx: Context, profile: dict) -> None:
             )
 
 
-def set_profile(ctx: Context, name: str) -> tuple:
-    """Switch the node to profile `name`; returns (previous name or None, list of changes)."""
+def set_profile(ctx: Context, name: str, answers_only: bool = False) -> tuple:
+    """Switch the node to profile `name`; returns (previous name or None, list of changes).
+
+    `answers_only`: re-render the answers and nothing else (no shims, sysfs or units):
+    what the fabric manager's drop-in runs from inside that unit's start and stop.
+    """
     profile = resolve(ctx, name)
     check_overrides_fit(ctx, profile)
     check_tool_paths_free(ctx, profile)
@@ -185,13 +249,28 @@ def set_profile(ctx: Context, name: str) -> tuple:
         if write_if_changed(state_path, name + "\n", 0o644):
             changes.append(f"profile {previous or '(none)'} -> {name}")
         # Answers before shims: a new shim finds its answers in place.
-        changes += shims.sync_answers(ctx, answers)
+        changes += shims.sync_answers(ctx, answers, bool(profile.get("nvidia")))
+        if answers_only:
+            return previous, changes
         changes += sync_tool_shims(ctx, profile)
         changes += sync_sysfs(ctx, profile)
         changes += sync_fabric_manager(ctx, profile)
     except PermissionError as exc:
         raise ReplayError(f"permission denied: {exc.filename}", "run 'hwreplay profile set' as root") from exc
     return previous, changes
+
+
+def refresh_profile(ctx: Context, answers_only: bool = False) -> tuple:
+    """`profile set` of the recorded profile (after package changes); (None, []) when none is recorded."""
+    path = os.path.join(ctx.state_dir, "profile")
+    try:
+        with open(path) as handle:
+            name = handle.read().strip()
+    except OSError:
+        return None, []
+    if not name:
+        return None, []
+    return set_profile(ctx, name, answers_only)
 
 
 def show_profile(ctx: Context) -> str:
@@ -206,6 +285,8 @@ def show_profile(ctx: Context) -> str:
         nvidia = profile["nvidia"]
         switches = nvidia.get("nvswitches", [])
         fabric = nvidia.get("fabric_manager", "n/a") if switches else "n/a"
+        if switches and packages.fm_package_unit(ctx):
+            fabric = f"package ({packages.fm_state(ctx)})"
         lines.append(
             f"nvidia: {len(nvidia['gpus'])} GPUs, driver {nvidia['driver_version']}, "
             f"CUDA {nvidia['cuda_version']}, "

@@ -111,6 +111,10 @@ def sysfs_files(profile: dict) -> dict:
         files[base + "/sys_image_guid"] = guid_colons(hca.get("sys_image_guid", hca["node_guid"]))
         files[base + "/node_type"] = "1: CA"
         files[base + "/hw_rev"] = "0x0"
+        if hca.get("vpd"):
+            # The PCI VPD (binary on a real node; its keywords as text here). NVIDIA's
+            # fabric manager tells NVLink 5 systems by SW_MNG in it.
+            files[base + "/device/vpd"] = hca["vpd"]
         for port in hca["ports"]:
             pbase = f"{base}/ports/{port['port']}"
             files[pbase + "/state"] = STATE_CODES[port["state"]]

@@ -69,6 +69,8 @@ def device_records(profile: dict) -> list:
             }
         )
     for switch in nvidia.get("nvswitches", []):
+        if "lspci" not in switch:
+            continue  # NVLink 5 switch chips are no PCI functions of the host (managed through NVLSM)
         records.append(dict(switch["lspci"], bus=switch["bus_id"], numa_node=switch["numa_node"]))
     for hca in (profile.get("infiniband") or {}).get("hcas", []):
         info = hca["lspci"]

@@ -34,6 +34,7 @@ VALIDATOR_COMMANDS = (
     ("lspci", "-vvv", "-nn", "-D", "-d", "15b3:"),
     ("lspci", "-vvv", "-nn", "-D", "-d", "19e5:"),
     ("ibstat",),
+    ("modinfo", "-F", "license", "nvidia"),
     ("npu-smi", "info"),
     ("npu-smi", "info", "-t", "board", "-i", DEVICE),
     ("npu-smi", "info", "-t", "health", "-i", DEVICE),

@@ -14,7 +14,9 @@ Patch rules (a JSON merge patch, extended for lists):
 
 Host overrides (/etc/hwreplay/overrides.json, written by install.yml from host
 vars) apply to the base hardware before the fault patch, so a fault stays visible
-whatever the host's plan says.
+whatever the host's plan says. What installed NVIDIA packages say (installed.py:
+the driver version of the installed libnvidia-ml, a stopped fabric manager)
+applies on top of the overrides.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import copy
 import json
 import os
 
+from . import installed
 from .common import Context, ReplayError
 
 META_KEYS = ("description", "base", "fault", "patch")
@@ -45,6 +48,7 @@ CUDA_OF_BRANCH = {
     "570": "12.8",
     "575": "12.9",
     "580": "13.0",
+    "590": "13.1",
 }
 
 
@@ -195,9 +199,11 @@ def resolve(ctx: Context, name: str, overrides: dict | None = None) -> dict:
     root = chain[-1][1]
     hardware = {key: copy.deepcopy(value) for key, value in root.items() if key not in META_KEYS}
     apply_overrides(hardware, read_overrides(ctx) if overrides is None else overrides)
+    installed.apply_driver(hardware, ctx, CUDA_OF_BRANCH)  # the installed NVML wins over both
     for link_name, raw in reversed(chain[:-1]):
         apply_patch(hardware, raw.get("patch", {}), f"{link_name}.json: patch")
     expand_defaults(hardware)
+    installed.apply_fabric(hardware, ctx)
     leaf = chain[0][1]
     hardware["profile"] = {
         "name": name,

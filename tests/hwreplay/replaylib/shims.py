@@ -15,7 +15,11 @@ and the answers themselves (prerender.py) under the state dir:
 The directory is named after a digest of its content and written under a
 temporary name first, so a shim only ever reads a complete set. A table gives up
 (and the shim renders live) when the caller points hwreplay at other overrides
-or profiles than it was rendered with, or when the overrides file changed since.
+or profiles than it was rendered with, when the overrides file changed since, or
+(NVIDIA hardware) when the installed NVIDIA packages say otherwise than when it
+was rendered: another libnvidia-ml, a fabric manager package installed, removed,
+started or stopped (installed.py). The apt hook install.yml adds runs
+`hwreplay profile refresh` after each dpkg run, so the answers follow soon.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import shutil
 import sys
 import tempfile
 
+from . import installed
 from .common import DEFAULTS, PROGRAM, Context
 from .prerender import Answer
 
@@ -119,7 +124,34 @@ def same_setting(variable: str, value: str) -> str:
     return f'[ "${variable}" = {shlex.quote(value)} ] || return 0'
 
 
-def table_text(tool: str, indexed: list, ctx: Context, answers_dir: str) -> str:
+def installed_guard(ctx: Context) -> list:
+    """sh lines that leave the table unless the installed NVIDIA packages look as when it was rendered."""
+    seen = installed.fingerprint(ctx)
+    units = " ".join(shlex.quote(os.path.join(d, installed.FM_UNIT)) for d in ctx.package_unit_dirs)
+    state = shlex.quote(ctx.fm_state)
+    return [
+        "# ...and render live once the installed NVIDIA packages say otherwise (replaylib/installed.py).",
+        same_setting("HWREPLAY_LIB_DIR", ctx.lib_dir),
+        same_setting("HWREPLAY_PACKAGE_UNIT_DIRS", ":".join(ctx.package_unit_dirs)),
+        same_setting("HWREPLAY_FM_STATE", ctx.fm_state),
+        "hwreplay_seen=",
+        f"for hwreplay_f in {shlex.quote(ctx.lib_dir)}/{installed.NVML_GLOB}; do"
+        ' [ -e "$hwreplay_f" ] && hwreplay_seen="$hwreplay_seen $hwreplay_f"; done',
+        f'[ "$hwreplay_seen" = {shlex.quote(seen["nvml"])} ] || return 0',
+        "hwreplay_fm=none",
+        f'for hwreplay_f in {units}; do [ -e "$hwreplay_f" ] && hwreplay_fm=stopped; done',
+        f'if [ "$hwreplay_fm" = stopped ] && [ -f {state} ]; then',
+        f"    read -r hwreplay_pid < {state} || :",
+        '    case "$hwreplay_pid" in',
+        "        ''|*[!0-9]*) ;;",
+        '        *) [ -d "/proc/$hwreplay_pid" ] && hwreplay_fm=running ;;',
+        "    esac",
+        "fi",
+        f'[ "$hwreplay_fm" = {seen["fm"]} ] || return 0',
+    ]
+
+
+def table_text(tool: str, indexed: list, ctx: Context, answers_dir: str, nvidia: bool = False) -> str:
     """The sourced table of `tool`: guards, then a `case` on the argument count and each argument."""
     overrides = ctx.overrides_path
     table = shlex.quote(os.path.join(answers_dir, f"{tool}.sh"))
@@ -137,6 +169,8 @@ def table_text(tool: str, indexed: list, ctx: Context, answers_dir: str) -> str:
     else:
         lines.append("# ...and render live once an overrides file appears.")
         lines.append(f"[ -e {shlex.quote(overrides)} ] && return 0")
+    if nvidia:
+        lines += installed_guard(ctx)
     by_count: dict = {}
     for index, answer in indexed:
         args = answer.argv[1:]
@@ -150,15 +184,15 @@ def table_text(tool: str, indexed: list, ctx: Context, answers_dir: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def answer_set(ctx: Context, answers: list, answers_dir: str) -> dict:
-    """Every file of the answers directory: file name -> content."""
+def answer_set(ctx: Context, answers: list, answers_dir: str, nvidia: bool = False) -> dict:
+    """Every file of the answers directory: file name -> content (`nvidia`: guard on installed packages)."""
     files: dict = {}
     by_tool: dict = {}
     for index, answer in enumerate(answers):
         files.update(answer_files(index, answer))
         by_tool.setdefault(answer.argv[0], []).append((index, answer))
     for tool, indexed in by_tool.items():
-        files[f"{tool}.sh"] = table_text(tool, indexed, ctx, answers_dir)
+        files[f"{tool}.sh"] = table_text(tool, indexed, ctx, answers_dir, nvidia)
     return files
 
 
@@ -187,13 +221,15 @@ def freshen_tables(directory: str, overrides: str) -> None:
             os.utime(path)
 
 
-def sync_answers(ctx: Context, answers: list) -> list:
-    """Make <state>/answers hold exactly `answers`; switches by renaming, never edits in place."""
+def sync_answers(ctx: Context, answers: list, nvidia: bool = False) -> list:
+    """Make <state>/answers hold exactly `answers`; switches by renaming, never edits in place.
+
+    `nvidia`: the hardware has NVIDIA GPUs, so the tables also check the installed NVIDIA packages."""
     state = os.path.realpath(ctx.state_dir)
     link = os.path.join(state, ANSWERS_LINK)
-    name = ANSWERS_PREFIX + digest(answer_set(ctx, answers, ""))
+    name = ANSWERS_PREFIX + digest(answer_set(ctx, answers, "", nvidia))
     final = os.path.join(state, name)
-    files = answer_set(ctx, answers, final)
+    files = answer_set(ctx, answers, final, nvidia)
     previous = os.readlink(link) if os.path.islink(link) else None
     if previous == name and os.path.isdir(final) and set(os.listdir(final)) == set(files):
         freshen_tables(final, ctx.overrides_path)

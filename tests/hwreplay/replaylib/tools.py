@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import ascend, infiniband, kernel, nvidia_smi, pci
+from . import ascend, infiniband, kernel, modinfo, nvidia_smi, pci
 from .common import Context, ToolResult
 from .profiles import active_profile
 
@@ -14,6 +14,7 @@ TOOLS = {
     "ibstat": ("infiniband", lambda profile, args, ctx: infiniband.ibstat(profile, args)),
     "lspci": (None, lambda profile, args, ctx: pci.lspci(profile, args)),
     "dmesg": (None, lambda profile, args, ctx: kernel.dmesg(profile, args, ctx)),
+    "modinfo": ("nvidia", lambda profile, args, ctx: modinfo.modinfo(profile, args, ctx)),
 }
 RC_NOT_INSTALLED = 127  # what a shell returns for a command it cannot find
 

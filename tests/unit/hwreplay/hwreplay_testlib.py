@@ -12,7 +12,7 @@ HWREPLAY_DIR = Path(__file__).resolve().parents[2] / "hwreplay"
 sys.path.insert(0, str(HWREPLAY_DIR))
 
 
-HEALTHY = ("h100-healthy", "h200-healthy", "910b-healthy", "cpu-none")
+HEALTHY = ("h100-healthy", "h200-healthy", "b200-healthy", "910b-healthy", "cpu-none")
 FAULTY = {
     "h100-xid79": "h100-healthy",
     "h100-pcie-x8": "h100-healthy",
@@ -35,6 +35,10 @@ def replay_env(tmp_path) -> dict:
         "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
         "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
         "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
+        # No NVIDIA packages installed unless a test puts their files here (replaylib/installed.py).
+        "HWREPLAY_LIB_DIR": str(tmp_path / "lib"),
+        "HWREPLAY_PACKAGE_UNIT_DIRS": str(tmp_path / "pkg-units"),
+        "HWREPLAY_FM_STATE": str(tmp_path / "run/fabric.state"),
         "HWREPLAY_SYSTEMD": "0",
         "HWREPLAY_NOW": str(NOW),
         "HWREPLAY_UPTIME": str(UPTIME),

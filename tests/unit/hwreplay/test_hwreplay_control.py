@@ -24,7 +24,7 @@ def test_set_installs_tool_shims_writes_sysfs_and_unit(ctx, tmp_path):
     previous, changes = control.set_profile(ctx, "h100-healthy")
     assert previous is None and changes
     tools = sorted(os.listdir(tmp_path / "bin"))
-    assert tools == ["dmesg", "ibstat", "lspci", "nvidia-smi"]
+    assert tools == ["dmesg", "ibstat", "lspci", "modinfo", "nvidia-smi"]
     for tool in tools:
         path = tmp_path / "bin" / tool
         assert shims.is_shim(str(path)) and os.access(path, os.X_OK)
@@ -53,7 +53,7 @@ def test_switching_rewrites_only_what_differs(ctx, tmp_path):
     assert changes[0] == "profile h100-healthy -> h100-ib-port-down"
     # ibstat's answer changed (mlx5_3 is down); the tool shims did not.
     answers = tmp_path / "state" / "answers"
-    assert changes[1].startswith(f"answers {answers}: pre-rendered 8 commands (answers-")
+    assert changes[1].startswith(f"answers {answers}: pre-rendered 9 commands (answers-")
     assert changes[2:] == [f"sysfs {tmp_path / 'sysroot'}/sys/class/infiniband: wrote 3, removed 0 files"]
     port = tmp_path / "sysroot/sys/class/infiniband/mlx5_3/ports/1"
     assert [(port / f).read_text() for f in ("state", "phys_state", "rate")] == [

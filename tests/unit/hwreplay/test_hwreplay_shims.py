@@ -18,7 +18,13 @@ from replaylib.common import Context, ctime
 from replaylib.profiles import resolve
 from replaylib.tools import TOOLS, run_tool
 
-SKU_OF = {"h100": "hgx-h100-8gpu", "h200": "hgx-h200-8gpu", "910b": "atlas-800t-a2", "cpu": "cpu-generic"}
+SKU_OF = {
+    "h100": "hgx-h100-8gpu",
+    "h200": "hgx-h200-8gpu",
+    "b200": "hgx-b200-8gpu",
+    "910b": "atlas-800t-a2",
+    "cpu": "cpu-generic",
+}
 
 
 @pytest.fixture
@@ -31,6 +37,9 @@ def node(tmp_path):
         "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
         "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
         "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
+        "HWREPLAY_LIB_DIR": str(tmp_path / "lib"),
+        "HWREPLAY_PACKAGE_UNIT_DIRS": str(tmp_path / "pkg-units"),
+        "HWREPLAY_FM_STATE": str(tmp_path / "run/fabric.state"),
         "HWREPLAY_SYSTEMD": "0",
     }
     if "TZ" in os.environ:  # the stamps nvidia-smi prints are local time, here as in the tests' renders

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from cfcore.bom import load_rules
 from clusterforge.catalog import CatalogError, load_catalog, sku_spec, validate_catalog
 from clusterforge.errors import InvalidInput
-from clusterforge.inventory_check.rules import load_rules
 from invcase import Inventory, run_check
 
 REQUIRED_SKUS = (

@@ -23,9 +23,17 @@ def _checkout(root: Path, plays: list, roles: dict[str, dict]) -> Path:
     return root
 
 
-def test_the_real_site_playbook_requires_nothing_beyond_the_base_role():
-    # base (hosts: all) marks no option required: no role requirement exists yet.
-    assert role_requirements(project_root()) == ()
+def test_the_real_site_playbook_requires_what_its_roles_mark_required():
+    # base (hosts: all) marks no option required; the NVIDIA stack (gpu_nvidia) needs its BOM.
+    found = {(r.role, r.hosts, r.variable) for r in role_requirements(project_root())}
+    assert found == {
+        ("nvidia_driver", "gpu_nvidia", "nvidia_driver_version"),
+        ("nvidia_fabricmanager", "gpu_nvidia", "nvidia_driver_version"),
+        ("cuda_toolkit", "gpu_nvidia", "cuda_version"),
+        ("nccl", "gpu_nvidia", "nccl_version"),
+        ("nccl", "gpu_nvidia", "cuda_version"),
+        ("dcgm", "gpu_nvidia", "dcgm_version"),
+    }
 
 
 def test_requirements_follow_plays_roles_and_imports(tmp_path):

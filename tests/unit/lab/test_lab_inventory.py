@@ -90,15 +90,15 @@ def test_every_other_node_takes_its_time_from_the_control_node(nodes, access):
 def test_bom_and_connection_vars(nodes, access):
     files = render("lab", nodes, access, SUBNET)
     assert yaml.safe_load(files["group_vars/all/versions.yml"]) == {
-        "nvidia_driver_version": "535.183.01",
-        "cuda_version": "12.2",
-        "nccl_version": "2.21.5",
-        "dcgm_version": "3.3.7",
+        "nvidia_driver_version": "570.133.20",
+        "cuda_version": "12.8",
+        "nccl_version": "2.26.2",
+        "dcgm_version": "4.2.3",
         "ascend_driver_version": "24.1.rc2",
         "cann_version": "8.0.RC2",
         "os_release": "debian 12",
     }
-    assert 'cuda_version: "12.2"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
+    assert 'cuda_version: "12.8"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
     connection = yaml.safe_load(files["group_vars/all/connection.yml"])
     assert connection["ansible_user"] == "ansible"
     assert connection["ansible_ssh_private_key_file"] == str(access.key)
@@ -186,3 +186,10 @@ def test_only_a_folder_with_the_labs_mark_is_removed(tmp_path, nodes, access):
     assert not remove_inventory(target, "other") and target.exists()
     assert remove_inventory(target, "lab") and not target.exists()
     assert not remove_inventory(target, "lab")
+
+
+def test_test_repository_variables_become_group_vars(nodes, access):
+    repo = {"nvidia_cuda_repo_base_url": "http://10.89.100.250:8080/compute/cuda/repos"}
+    files = render("lab", nodes, access, SUBNET, repo)
+    assert yaml.safe_load(files["group_vars/all/nvidia_repo.yml"]) == repo
+    assert "group_vars/all/nvidia_repo.yml" not in render("lab", nodes, access, SUBNET)
