@@ -1,7 +1,9 @@
 """What the node's installed NVIDIA packages say, for the replay to follow.
 
-- Driver version: the installed `libnvidia-ml.so.<version>` (libnvidia-compute*
-  ships it; HWREPLAY_LIB_DIR, default /usr/lib/x86_64-linux-gnu) wins over the
+- Driver version: the installed `libnvidia-ml.so.<version>` (NVIDIA's
+  libnvidia-compute* ship it in HWREPLAY_LIB_DIR, default
+  /usr/lib/x86_64-linux-gnu; Debian's libnvidia-ml1 in its nvidia/<flavour>/
+  folder, behind alternatives) wins over the
   profile and the host overrides, so a validation after an install sees what the
   role installed. Several (mid-upgrade): the one libnvidia-ml.so.1 points to,
   else the highest.
@@ -23,14 +25,15 @@ import os
 
 from .common import Context
 
-NVML_GLOB = "libnvidia-ml.so.[0-9]*.[0-9]*"
+# NVIDIA's packages, then Debian's (nvidia/current/...): the shims glob in the same order.
+NVML_GLOBS = ("libnvidia-ml.so.[0-9]*.[0-9]*", "nvidia/*/libnvidia-ml.so.[0-9]*.[0-9]*")
 NVML_LINK = "libnvidia-ml.so.1"
 FM_UNIT = "nvidia-fabricmanager.service"
 FM_STOPPED = {"state": "In Progress", "status": "N/A"}
 
 
 def nvml_libraries(ctx: Context) -> list:
-    return sorted(glob.glob(os.path.join(ctx.lib_dir, NVML_GLOB)))
+    return [path for pattern in NVML_GLOBS for path in sorted(glob.glob(os.path.join(ctx.lib_dir, pattern)))]
 
 
 def version_key(version: str) -> tuple:
@@ -45,8 +48,8 @@ def driver_version(ctx: Context) -> str | None:
     prefix = len("libnvidia-ml.so.")
     versions = [os.path.basename(path)[prefix:] for path in libraries]
     link = os.path.join(ctx.lib_dir, NVML_LINK)
-    if os.path.islink(link):
-        target = os.path.basename(os.readlink(link))[prefix:]
+    if os.path.islink(link):  # through Debian's alternatives too
+        target = os.path.basename(os.path.realpath(link))[prefix:]
         if target in versions:
             return target
     return max(versions, key=version_key)

@@ -135,8 +135,9 @@ def installed_guard(ctx: Context) -> list:
         same_setting("HWREPLAY_PACKAGE_UNIT_DIRS", ":".join(ctx.package_unit_dirs)),
         same_setting("HWREPLAY_FM_STATE", ctx.fm_state),
         "hwreplay_seen=",
-        f"for hwreplay_f in {shlex.quote(ctx.lib_dir)}/{installed.NVML_GLOB}; do"
-        ' [ -e "$hwreplay_f" ] && hwreplay_seen="$hwreplay_seen $hwreplay_f"; done',
+        "for hwreplay_f in "
+        + " ".join(f"{shlex.quote(ctx.lib_dir)}/{pattern}" for pattern in installed.NVML_GLOBS)
+        + '; do [ -e "$hwreplay_f" ] && hwreplay_seen="$hwreplay_seen $hwreplay_f"; done',
         f'[ "$hwreplay_seen" = {shlex.quote(seen["nvml"])} ] || return 0',
         "hwreplay_fm=none",
         f'for hwreplay_f in {units}; do [ -e "$hwreplay_f" ] && hwreplay_fm=stopped; done',

@@ -156,6 +156,29 @@ def test_several_nvml_libraries_take_the_linked_one(ctx, tmp_path):
     assert installed.driver_version(ctx) == "590.48.01"  # no link: the highest
 
 
+def test_debians_nvml_behind_alternatives_is_found(ctx, tmp_path):
+    """Debian's libnvidia-ml1 ships the library in nvidia/current/, linked through alternatives."""
+    lib = tmp_path / "lib"
+    install_nvml(lib / "nvidia" / "current", "535.309.01")
+    (tmp_path / "alternatives").mkdir()
+    (tmp_path / "alternatives" / "nvidia--libnvidia-ml.so.1").symlink_to(
+        lib / "nvidia/current/libnvidia-ml.so.1"
+    )
+    (lib / "libnvidia-ml.so.1").symlink_to(tmp_path / "alternatives" / "nvidia--libnvidia-ml.so.1")
+    assert installed.driver_version(ctx) == "535.309.01"
+    assert installed.fingerprint(ctx)["nvml"] == f" {lib}/nvidia/current/libnvidia-ml.so.535.309.01"
+
+
+def test_shims_see_debians_nvml_as_the_replay_does(node, no_fallback, tmp_path):  # noqa: F811
+    env, set_ctx = node
+    control.set_profile(set_ctx, "h100-healthy")
+    install_nvml(tmp_path / "lib" / "nvidia" / "current", "535.309.01")
+    assert shim(env, "modinfo", "-F", "license", "nvidia").returncode == 99  # changed: rendered live
+    control.set_profile(set_ctx, "h100-healthy")
+    answer = shim(env, "nvidia-smi", "-q")
+    assert b"Driver Version                            : 535.309.01" in answer.stdout
+
+
 def test_shims_render_live_until_the_answers_follow_the_library(node, no_fallback, tmp_path):  # noqa: F811
     env, set_ctx = node
     control.set_profile(set_ctx, "b200-healthy")
