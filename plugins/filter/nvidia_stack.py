@@ -26,12 +26,8 @@ import re
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import versions
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import nvidia_packages, versions
 
-# The CUDA major a driver branch serves (the "CUDA Version" nvidia-smi prints): the first
-# branch of each CUDA major (CUDA 12.0 came with 525, CUDA 13.0 with 580). Newest first.
-CUDA_MAJOR_FROM_BRANCH = ((580, 13), (525, 12))
-CUDA_MAJOR_BEFORE_525 = 11
 # DCGM 4 is the first release with the per-CUDA-major packages (datacenter-gpu-manager-4-*).
 DCGM_MIN_MAJOR = 4
 
@@ -63,11 +59,7 @@ def nvidia_stack_cuda_major(driver_version: Any, variable: str = "nvidia_driver_
             f"{variable} {driver_version!r} is not an NVIDIA driver version or branch",
             f'write e.g. {variable}: "570.133.20"',
         )
-    branch = versions.major(text)
-    for first_branch, cuda_major in CUDA_MAJOR_FROM_BRANCH:
-        if branch >= first_branch:
-            return cuda_major
-    return CUDA_MAJOR_BEFORE_525
+    return nvidia_packages.cuda_major(versions.major(text))  # the rule's one implementation
 
 
 def nvidia_stack_cuda_xy(cuda_version: Any, variable: str = "cuda_version") -> str:
