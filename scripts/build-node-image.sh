@@ -32,7 +32,7 @@ command -v debootstrap >/dev/null || die 4 "debootstrap is not installed (fix: r
 
 input_hash() {
   { echo "recipe=$RECIPE_VERSION suite=$SUITE mirror=$DEBIAN_MIRROR security=$DEBIAN_SECURITY_MIRROR"
-    cat "$HERE/images/node/Containerfile"; } | sha256sum | cut -c1-16
+    cat "$HERE/images/node/Containerfile" "$HERE/images/node/cf-apt-proxy"; } | sha256sum | cut -c1-16
 }
 HASH=$(input_hash)
 # The debootstrap base depends on the recipe, suite and mirror only.

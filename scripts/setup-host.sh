@@ -6,18 +6,25 @@
 #   openssh-client  Ansible and testinfra reach nodes over real SSH
 #   python3-venv    the controller's virtual environment
 #   util-linux      losetup: lab storage nodes get a sparse loop disk for Ceph OSDs
+#   apt-cacher-ng   the package cache of lab and Molecule nodes (scripts/apt-cache.sh)
+# Then starts the package cache.
 set -euo pipefail
-PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns util-linux)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns util-linux apt-cacher-ng)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then echo "host packages present"; exit 0; fi
-if [[ $(id -u) != 0 ]]; then
-  echo "setup-host: missing packages: ${missing[*]} (fix: run this script as root, or apt-get install them)" >&2
-  exit 4
+if ((${#missing[@]} == 0)); then
+  echo "host packages present"
+else
+  if [[ $(id -u) != 0 ]]; then
+    echo "setup-host: missing packages: ${missing[*]} (fix: run this script as root, or apt-get install them)" >&2
+    exit 4
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  echo "installed: ${missing[*]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
-echo "installed: ${missing[*]}"
+"$HERE/apt-cache.sh" start

@@ -34,6 +34,7 @@
 #   npu-smi-health-<N>.txt            npu-smi info -t health -i N   (each NPU)
 #   hccn-<N>-ip.txt, hccn-<N>-link.txt, hccn-<N>-net_health.txt
 #                                     hccn_tool -i N -ip|-link|-net_health -g
+#   ppu-smi-L.txt, ppu-smi-q.txt      ppu-smi -L, ppu-smi -q        (Alibaba PPU)
 #   chronyc-tracking.txt              chronyc -n tracking
 #   timedatectl-ntp.txt               timedatectl show -p NTP -p NTPSynchronized   (only when chronyc fails)
 #   df-P-k-root.txt                   df -P -k /
@@ -180,6 +181,10 @@ for device in $HCCN_DEVICES; do
   capture "hccn-$device-link.txt" "$TIMEOUT" hccn_tool -i "$device" -link -g
   capture "hccn-$device-net_health.txt" "$TIMEOUT" hccn_tool -i "$device" -net_health -g
 done
+# Alibaba PPU
+if capture ppu-smi-L.txt "$TIMEOUT" ppu-smi -L; then
+  capture ppu-smi-q.txt "$TIMEOUT" ppu-smi -q
+fi
 # Node: time sync (chrony, else systemd's view), free space on /, the OS release
 if ! capture chronyc-tracking.txt 10 chronyc -n tracking; then
   capture timedatectl-ntp.txt 10 timedatectl show -p NTP -p NTPSynchronized

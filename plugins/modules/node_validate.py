@@ -30,7 +30,9 @@ options:
     type: dict
     required: true
   bom:
-    description: Version bill of materials (nvidia_driver_version, cuda_version, ascend_driver_version, ...).
+    description: >-
+      Version bill of materials (nvidia_driver_version, cuda_version, ascend_driver_version, cann_version,
+      ppu_sdk_version, ...).
     type: dict
     default: {}
   required_mounts:

@@ -3,7 +3,8 @@
 
 Installed as /usr/local/lib/hwreplay/hwreplay.py. `hwreplay profile set` puts
 nvidia-smi, npu-smi, hccn_tool, ibstat, lspci and dmesg shims into
-/usr/local/bin: they print pre-rendered answers of the commands node validation
+/usr/local/bin (ppu-smi into /opt/hwreplay/bin: the PPU SDK brings it onto
+PATH): they print pre-rendered answers of the commands node validation
 runs and hand anything else to this program with HWREPLAY_TOOL=<tool> set. Run
 as one of those tools (that variable, or a link of that name), it prints what
 the real tool prints on the hardware of the active profile. Otherwise it is the
@@ -18,7 +19,7 @@ control tool:
 
 Environment (for tests without root): HWREPLAY_PROFILE (use this profile, no
 state), HWREPLAY_PROFILE_DIR, HWREPLAY_STATE_DIR, HWREPLAY_OVERRIDES,
-HWREPLAY_SYSROOT, HWREPLAY_BIN_DIR, HWREPLAY_UNIT_DIR, HWREPLAY_SYSTEMD (0/1),
+HWREPLAY_SYSROOT, HWREPLAY_BIN_DIR, HWREPLAY_VENDOR_BIN_DIR, HWREPLAY_UNIT_DIR, HWREPLAY_SYSTEMD (0/1),
 HWREPLAY_NOW and HWREPLAY_UPTIME (pin the clock). See README.md.
 """
 
@@ -31,7 +32,7 @@ import sys
 # Find replaylib beside the real file, also when run through a symlink.
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from replaylib import control
+from replaylib import ascend_installed, control
 from replaylib.common import Context, ReplayError
 from replaylib.tools import TOOLS, run_tool
 
@@ -95,7 +96,10 @@ def main(argv: list | None = None) -> int:
     ctx = Context(env=env)
     try:
         if name in TOOLS:
-            return emit(run_tool(ctx, name, argv[1:]))
+            rc = emit(run_tool(ctx, name, argv[1:]))
+            # Ascend answers gone stale (hccn_tool -s, an installed driver): pre-render them again.
+            ascend_installed.refresh_if_stale(ctx, name, argv[1:])
+            return rc
         return control_main(argv[1:], ctx)
     except ReplayError as exc:
         sys.stderr.write(exc.render())

@@ -1,49 +1,32 @@
-"""`clusterforge validate` on a lab: real podman nodes, SSH, Ansible and the hardware replay.
+"""`clusterforge validate` on the shared lab (conftest.py): real nodes, SSH, Ansible, the hardware replay.
 
-Run with `pytest -m lab tests/integration/test_validate_lab.py` (root, podman,
-the node image). One lab named `cfval` (its own name: nobody else's lab is
-touched) with a healthy node of each kind and one GPU/NPU node per fault, so
+The lab has a healthy node of each kind and one GPU/NPU node per fault, so
 one validation run covers several faults; then faulty nodes are switched to
 other faults with `hwreplay profile set` and re-validated with --limit; then
-one is healed. `lab down` at the end, whatever happens.
+one is healed.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from labkit import BIN, LAB, PROFILES, ROOT, explain, run
 
 pytestmark = pytest.mark.lab
-
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-LAB = "cfval"
-INVENTORY = ROOT / "inventories" / f"lab-{LAB}"
-ENV = {
-    **os.environ,
-    "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "images" / "node" / "containers.conf")),
-    "ANSIBLE_NOCOLOR": "1",
-    "NO_COLOR": "1",
-}
-# Host -> replay profile at lab creation (gpu-01 and npu-01 keep their healthy default).
-PROFILES = {
-    f"{LAB}-gpu-02": "h100-xid79",
-    f"{LAB}-gpu-03": "h100-ib-port-down",
-    f"{LAB}-npu-02": "910b-health-alarm",
-}
+LAB_ORDER = 10
 # Host -> (check id that must fail, words its message or evidence must hold).
 FIRST_FAULTS = {
     f"{LAB}-gpu-02": ("gpu.xid", "79"),
     f"{LAB}-gpu-03": ("ib.port_state", "Down"),
     f"{LAB}-npu-02": ("npu.health", "Alarm"),
 }
+assert set(FIRST_FAULTS) == set(PROFILES), "the lab's faulty nodes (labkit.PROFILES)"
 SECOND_PROFILES = {
     f"{LAB}-gpu-02": "h100-remapped-rows-pending",
     f"{LAB}-gpu-03": "h100-pcie-x8",
@@ -58,28 +41,9 @@ HEALTHY = [f"{LAB}-gpu-01", f"{LAB}-npu-01"]
 CONTROL = f"{LAB}-ctl-01"  # cpu-generic: node checks only (time sync, root space, OS release)
 NODE_CHECKS = ("node.time_sync", "node.root_fs", "node.os_release")
 
-if os.geteuid() != 0 or shutil.which("podman") is None:
-    pytest.skip("lab tests need root and podman (scripts/setup-host.sh)", allow_module_level=True)
 
-
-def run(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(a) for a in argv],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def explain(proc: subprocess.CompletedProcess) -> str:
-    return f"rc={proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
-
-
-def validate(out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = run(BIN / "clusterforge", "validate", "-i", INVENTORY, "--out", out, "--format", "json", *args)
+def validate(lab, out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    proc = run(BIN / "clusterforge", "validate", "-i", lab.inventory, "--out", out, "--format", "json", *args)
     assert (out / "report.json").is_file(), explain(proc)
     report = json.loads((out / "report.json").read_text())
     assert json.loads(proc.stdout) == report, "--format json prints report.json"
@@ -116,39 +80,9 @@ def assert_fault(node: dict, check_id: str, words: str) -> None:
     assert check["remedy"], check
 
 
-@pytest.fixture(scope="module")
-def lab():
-    run(BIN / "clusterforge", "lab", "down", "--name", LAB)  # a leftover of an interrupted run
-    clock = time.monotonic()
-    profiles = [arg for host, profile in PROFILES.items() for arg in ("--profile", f"{host}={profile}")]
-    proc = run(
-        BIN / "clusterforge", "lab", "up", "--name", LAB,
-        "--control", "1", "--gpu", "3", "--npu", "2", "--storage", "0", *profiles,
-        timeout=900,
-    )  # fmt: skip
-    try:
-        assert proc.returncode == 0, explain(proc)
-        print(f"lab up: {time.monotonic() - clock:.0f} s")
-        # Validation follows bring-up, as in production: the site playbook
-        # prepares the nodes (chrony from the lab's time server, the NVIDIA stack
-        # from the lab's test repositories, ...). Its own validation would stop
-        # on the nodes that are faulty on purpose: the tests below judge them.
-        clock = time.monotonic()
-        site = run(
-            BIN / "ansible-playbook", "-i", INVENTORY, "-e", "validate_block_on_fail=false",
-            ROOT / "playbooks" / "site.yml", timeout=900,
-        )  # fmt: skip
-        assert site.returncode == 0, explain(site)
-        print(f"site playbook: {time.monotonic() - clock:.0f} s")
-        yield INVENTORY
-    finally:
-        down = run(BIN / "clusterforge", "lab", "down", "--name", LAB)
-        assert down.returncode == 0, explain(down)
-
-
 def test_fleet_run_finds_each_fault_and_passes_healthy_nodes(lab, tmp_path):
     clock = time.monotonic()
-    proc, report = validate(tmp_path / "run1", "--quarantine", "--quarantine-dry-run")
+    proc, report = validate(lab, tmp_path / "run1", "--quarantine", "--quarantine-dry-run")
     wall = time.monotonic() - clock
     print(f"validate: {wall:.1f} s for {len(report['nodes'])} nodes")
     assert proc.returncode == 3, explain(proc)
@@ -248,7 +182,7 @@ def test_collection_validates_from_a_plain_ansible_environment(lab, tmp_path):
     ones fail, with the same check results as `clusterforge validate`."""
     argv, env = plain_ansible(tmp_path)
     playbook = subprocess.run(
-        [*argv, "-i", str(INVENTORY), "clusterforge.cluster.validate"],
+        [*argv, "-i", str(lab.inventory), "clusterforge.cluster.validate"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False,
     )  # fmt: skip
     assert playbook.returncode == 2, explain(playbook)  # 2: hosts failed (the faulty ones)
@@ -264,7 +198,7 @@ def test_collection_validates_from_a_plain_ansible_environment(lab, tmp_path):
         for host, result in task["hosts"].items()
     }
 
-    _, report = validate(tmp_path / "cli")
+    _, report = validate(lab, tmp_path / "cli")
     from_cli = {node["host"]: node for node in report["nodes"]}
     assert set(from_playbook) == set(from_cli)
     for host, node in from_playbook.items():
@@ -279,7 +213,7 @@ def test_collection_validates_from_a_plain_ansible_environment(lab, tmp_path):
 def test_switched_faults_are_found_with_limit(lab, tmp_path):
     for host, profile in SECOND_PROFILES.items():
         set_profile(host, profile)
-    proc, report = validate(tmp_path / "run2", "--limit", ":".join(SECOND_PROFILES))
+    proc, report = validate(lab, tmp_path / "run2", "--limit", ":".join(SECOND_PROFILES))
     assert proc.returncode == 3, explain(proc)
     nodes = {n["host"]: n for n in report["nodes"]}
     assert set(nodes) == set(SECOND_PROFILES)
@@ -290,6 +224,6 @@ def test_switched_faults_are_found_with_limit(lab, tmp_path):
 def test_a_healed_node_passes_again(lab, tmp_path):
     host = f"{LAB}-gpu-02"
     set_profile(host, "h100-healthy")
-    proc, report = validate(tmp_path / "run3", "--limit", host)
+    proc, report = validate(lab, tmp_path / "run3", "--limit", host)
     assert proc.returncode == 0, explain(proc)
     assert [n["status"] for n in report["nodes"]] in (["pass"], ["warn"])

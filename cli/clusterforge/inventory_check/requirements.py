@@ -117,6 +117,7 @@ def _yaml(path: Path) -> Any:
 VENDOR_REQUIRED: dict[str, tuple[str, ...]] = {
     "nvidia": ("nvidia_driver_version", "cuda_version", "nccl_version", "dcgm_version"),
     "huawei": ("ascend_driver_version", "cann_version"),
+    "alibaba": ("ppu_sdk_version",),
 }
 
 # The groups playbooks and `clusterforge validate` address (design.md).
@@ -138,7 +139,17 @@ EXPECTED_GROUPS = (
 # Where a missing variable belongs, for the fix text (by name prefix).
 _HOMES = (
     (
-        ("nvidia_", "cuda_", "nccl_", "dcgm_", "ascend_driver", "cann_", "mlnx_"),
+        (
+            "nvidia_",
+            "cuda_",
+            "nccl_",
+            "dcgm_",
+            "ascend_driver",
+            "ascend_firmware",
+            "cann_",
+            "ppu_sdk",
+            "mlnx_",
+        ),
         "group_vars/all/versions.yml",
     ),
     (("fabric_",), "group_vars/all/fabric.yml"),

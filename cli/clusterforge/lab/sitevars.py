@@ -63,3 +63,10 @@ def monitoring_vars() -> dict[str, object]:
 
 def ceph_osd_vars() -> dict[str, object]:
     return {"ceph_osd_devices": [DATA_DISK]}
+
+
+def ascend_vars() -> dict[str, object]:
+    """The Ascend stack on lab NPU nodes. No container engine runs on lab nodes yet (the
+    scheduler roles will bring containerd), so Ascend Docker Runtime waits for one; the
+    device plugin's prerequisites and npu-exporter still apply."""
+    return {"ascend_docker_runtime_enabled": False}

@@ -1,11 +1,13 @@
-"""The lab's stand-in for NVIDIA's package repositories (tests/nvidia_repo, test-only).
+"""The lab's stand-ins for vendor repositories and downloads (test-only, under tests/).
 
-Lab nodes reach Debian's mirror and nothing else, so a lab with GPU nodes gets
-the checkout's test repositories (NVIDIA's package names, signed with a test
-key) served on the lab network by tests/nvidia_repo/serve.yml, when the
-checkout has it, like the hardware replay. The roles reach it through their
-ordinary URL and key-checksum variables, recorded in the lab's state and
-written into the inventory as group_vars/all/nvidia_repo.yml.
+Lab nodes reach Debian's mirror and nothing else. So a lab with GPU nodes gets
+the checkout's test NVIDIA repositories (tests/nvidia_repo: NVIDIA's package
+names, signed with a test key), and a lab with Ascend nodes the test Huawei
+installers (tests/ascend_pkgs: `.run` files that keep Huawei's command-line
+contract), each served on the lab network by its serve.yml when the checkout
+has it, like the hardware replay. The roles reach them through their ordinary
+URL and checksum variables, recorded in the lab's state and written into the
+inventory as group_vars/all/<name>.yml.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
@@ -20,49 +23,65 @@ from clusterforge.errors import EnvironmentNotReady
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.model import NAME_PREFIX, LabSpec, Node
 
-SERVE_PLAYBOOK = "tests/nvidia_repo/serve.yml"
 # Not the lab label: `lab status`/`lab inventory` read every container with that one as a node.
 SERVICE_LABEL = "org.clusterforge.lab.service"
-VARS_FILE = "nvidia_repo.json"
 
 
-def container_name(lab: str) -> str:
-    return f"{NAME_PREFIX}{lab}-nvidia-repo"
+@dataclass(frozen=True)
+class Standin:
+    """One served stand-in: its serve playbook takes <name>_network, _container, _labels, _vars_out."""
+
+    name: str  # nvidia_repo: variable prefix, state file <name>.json, group_vars/all/<name>.yml
+    playbook: str  # relative to the checkout
+    group: str  # served only for labs with a node in this group
+    what: str  # for progress lines and the inventory file's comment
+
+    def container(self, lab: str) -> str:
+        return f"{NAME_PREFIX}{lab}-{self.name.replace('_', '-')}"
 
 
-def recorded_vars(ctx: LabContext, lab: str) -> dict[str, Any]:
-    """The repository variables `serve` recorded for the lab; {} when it serves none."""
-    path = ctx.state_dir(lab) / VARS_FILE
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as err:
-        raise EnvironmentNotReady(
-            f"{path} is unreadable: {err}", f"bring the lab up again: clusterforge lab up --name {lab}"
-        ) from None
+STANDINS = (
+    Standin("nvidia_repo", "tests/nvidia_repo/serve.yml", "gpu_nvidia", "test NVIDIA repositories"),
+    Standin("ascend_pkgs", "tests/ascend_pkgs/serve.yml", "npu_ascend", "test Huawei Ascend packages"),
+)
 
 
-def serve(ctx: LabContext, spec: LabSpec, nodes: Sequence[Node]) -> dict[str, Any]:
-    """Serve the test repositories on the lab network; their variables, or {} when not applicable."""
-    playbook = ctx.root / SERVE_PLAYBOOK
-    if not playbook.is_file() or not any("gpu_nvidia" in node.role.groups for node in nodes):
-        return {}
-    out = ctx.state_dir(spec.name) / VARS_FILE
-    extra = {
-        "nvidia_repo_network": spec.network,
-        "nvidia_repo_container": container_name(spec.name),
-        "nvidia_repo_labels": {SERVICE_LABEL: spec.name},
-        "nvidia_repo_vars_out": str(out),
-    }
-    argv = [ansible_tool("ansible-playbook"), "-i", "localhost,", "-e", json.dumps(extra), str(playbook)]
-    with ctx.reporter.step(f"serve the test NVIDIA repositories ({SERVE_PLAYBOOK})"):
-        result = ctx.runner(argv, env=ansible_env(), cwd=ctx.root, timeout=900)
-        if not result.ok:
+def recorded_vars(ctx: LabContext, lab: str) -> dict[str, dict[str, Any]]:
+    """Stand-in name -> the variables `serve` recorded for the lab (only the served ones)."""
+    recorded = {}
+    for standin in STANDINS:
+        path = ctx.state_dir(lab) / f"{standin.name}.json"
+        try:
+            recorded[standin.name] = json.loads(path.read_text())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as err:
             raise EnvironmentNotReady(
-                f"{SERVE_PLAYBOOK} failed: {result.last_error_line()}",
-                f"rerun it to see the whole output: cd {ctx.root} && {shlex.join(argv)}",
-            )
+                f"{path} is unreadable: {err}", f"bring the lab up again: clusterforge lab up --name {lab}"
+            ) from None
+    return recorded
+
+
+def serve(ctx: LabContext, spec: LabSpec, nodes: Sequence[Node]) -> dict[str, dict[str, Any]]:
+    """Serve the stand-ins the lab's nodes need on the lab network; their variables by stand-in name."""
+    for standin in STANDINS:
+        playbook = ctx.root / standin.playbook
+        if not playbook.is_file() or not any(standin.group in node.role.groups for node in nodes):
+            continue
+        extra = {
+            f"{standin.name}_network": spec.network,
+            f"{standin.name}_container": standin.container(spec.name),
+            f"{standin.name}_labels": {SERVICE_LABEL: spec.name},
+            f"{standin.name}_vars_out": str(ctx.state_dir(spec.name) / f"{standin.name}.json"),
+        }
+        argv = [ansible_tool("ansible-playbook"), "-i", "localhost,", "-e", json.dumps(extra), str(playbook)]
+        with ctx.reporter.step(f"serve the {standin.what} ({standin.playbook})"):
+            result = ctx.runner(argv, env=ansible_env(), cwd=ctx.root, timeout=900)
+            if not result.ok:
+                raise EnvironmentNotReady(
+                    f"{standin.playbook} failed: {result.last_error_line()}",
+                    f"rerun it to see the whole output: cd {ctx.root} && {shlex.join(argv)}",
+                )
     return recorded_vars(ctx, spec.name)
 
 

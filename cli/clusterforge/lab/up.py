@@ -197,9 +197,9 @@ def lab_up(ctx: LabContext, request: UpRequest) -> UpResult:
         with reporter.step("SSH login as ansible + sudo on every node"):
             readiness.wait_for_ssh(ctx, access, nodes, deadline)
         save_spec(ctx.root, spec)
-        repo_vars = test_repo.serve(ctx, spec, nodes) if request.hwreplay else {}
+        standin_vars = test_repo.serve(ctx, spec, nodes) if request.hwreplay else {}
         with reporter.step(f"write inventory {result.inventory}"):
-            write_inventory(result.inventory, spec.name, nodes, access, spec.subnet, repo_vars)
+            write_inventory(result.inventory, spec.name, nodes, access, spec.subnet, standin_vars)
         if request.hwreplay:
             result.hwreplay_ran = run_hwreplay(ctx, result.inventory, nodes)
     except BaseException:

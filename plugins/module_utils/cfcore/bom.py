@@ -67,6 +67,12 @@ class BomRules:
         return self.raw["kernel_modules"]
 
     @property
+    def ascend_hdk_firmware(self) -> dict:
+        """Driver version (lower case) -> the firmware released with it."""
+        table = (self.raw.get("ascend_hdk_firmware") or {}).get("by_driver") or {}
+        return {str(driver).lower(): str(firmware) for driver, firmware in table.items()}
+
+    @property
     def cann_minimum_driver(self) -> list:
         """(CANN key, CANN version, minimum driver), oldest CANN first."""
         table = self.raw["cann_minimum_driver"]["by_cann"]
@@ -128,6 +134,7 @@ def bom_findings(value_of, sku_name: str, sku, rules: BomRules) -> list:
         found += _nvidia(value_of, rules, bom, accelerator, sku_name)
     elif accelerator.get("vendor") == "huawei":
         found += _huawei(rules, bom, accelerator, sku_name)
+        found += _ascend_firmware(value_of, rules, bom)
     return found
 
 
@@ -340,6 +347,29 @@ def _huawei(rules: BomRules, bom: dict, acc: dict, sku: str) -> list:
     if cann:
         found += _cann(rules, driver, cann)
     return found
+
+
+def _ascend_firmware(value_of, rules: BomRules, bom: dict) -> list:
+    """Warn when ascend_firmware_version is not the firmware released with the driver's HDK."""
+    driver, firmware = bom.get("ascend_driver_version"), value_of("ascend_firmware_version")
+    if driver is None or firmware is None or firmware is UNRESOLVED or firmware == "":
+        return []
+    if not isinstance(firmware, str):
+        return []  # the format check (versions.FORMATS) reports it
+    released = rules.ascend_hdk_firmware.get(driver.lower())
+    if released is None or released.lower() == firmware.lower():
+        return []
+    return [
+        finding(
+            "bom.ascend_firmware",
+            "ascend_firmware_version",
+            f"ascend_firmware_version {firmware} is not the firmware released with Ascend driver {driver} "
+            f"({released}, the same HDK release); npu-smi may report the pair as incompatible",
+            f'set ascend_firmware_version: "{released}", or the driver of the HDK release of {firmware}',
+            severity=WARNING,
+            source=rules.source("ascend_hdk_firmware"),
+        )
+    ]
 
 
 def _cann(rules: BomRules, driver: str, cann: str) -> list:

@@ -27,6 +27,7 @@ The capture layout (one file per command, `CAPTURE_LAYOUT` below):
     npu-smi-board-<N>.txt              npu-smi info -t board -i N
     npu-smi-health-<N>.txt             npu-smi info -t health -i N
     hccn-<N>-ip.txt / -link.txt / -net_health.txt   hccn_tool -i N -ip|-link|-net_health -g
+    ppu-smi-L.txt / ppu-smi-q.txt      ppu-smi -L / ppu-smi -q   (Alibaba PPU)
     chronyc-tracking.txt               chronyc -n tracking
     timedatectl-ntp.txt                timedatectl show -p NTP -p NTPSynchronized   (when chronyc is absent)
     df-P-k-root.txt                    df -P -k /
@@ -112,6 +113,8 @@ CAPTURE_LAYOUT = (
     (("hccn_tool", "-i", "{n}", "-ip", "-g"), "hccn-{n}-ip.txt"),
     (("hccn_tool", "-i", "{n}", "-link", "-g"), "hccn-{n}-link.txt"),
     (("hccn_tool", "-i", "{n}", "-net_health", "-g"), "hccn-{n}-net_health.txt"),
+    (("ppu-smi", "-L"), "ppu-smi-L.txt"),
+    (("ppu-smi", "-q"), "ppu-smi-q.txt"),
 )
 # Kinds whose empty output is a legitimate empty result: a kernel log ring buffer can be empty.
 EMPTY_RESULTS = {"xid": {"events": []}}

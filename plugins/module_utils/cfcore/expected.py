@@ -36,6 +36,7 @@ BOM_VARIABLES = (
     "dcgm_version",
     "ascend_driver_version",
     "cann_version",
+    "ppu_sdk_version",
 )
 # Required mounts are for the nodes that run jobs: a site lists them once in
 # group_vars/all and control or storage nodes are not held to them.

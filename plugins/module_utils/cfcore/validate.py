@@ -41,13 +41,14 @@ from .checks import (
     dcgm,
     infiniband,
     nvidia,
+    ppu,
 )
 from .checks import node as node_checks
 from .checks.common import as_int, crashed, unavailable
 from .collect import Collector
 from .expected import InvalidExpectation, normalize
 from .facts import node_facts
-from .results import skipped, warned, worst
+from .results import skipped, worst
 
 LEVELS = ("quick", "full")
 
@@ -62,6 +63,8 @@ MODINFO = (("modinfo", "-F", "license", "nvidia"), None)
 DCGM_DIAG = ("dcgmi", "diag", "-r", "2", "-j")
 IBSTAT = (("ibstat",), "ibstat")
 NPU_SMI = (("npu-smi", "info"), "npu-smi-info")
+PPU_SMI_LIST = (("ppu-smi", "-L"), "ppu-smi-list")
+PPU_SMI_Q = (("ppu-smi", "-q"), "ppu-smi-q")
 CHRONY = (("chronyc", "-n", "tracking"), None)
 TIMEDATECTL = (("timedatectl", "show", "-p", "NTP", "-p", "NTPSynchronized"), None)
 # Time services answer at once; a hung one must not hold up the node.
@@ -147,6 +150,8 @@ class _NodeRun:
                     _hccn(device, "-link", "hccn-link"),
                     _hccn(device, "-net_health", "hccn-net-health"),
                 ]
+        if self.vendor == "alibaba":
+            requests += [PPU_SMI_LIST, PPU_SMI_Q]
         if self.exp["hca"]:
             requests.append(IBSTAT)
         return requests
@@ -240,14 +245,7 @@ class _NodeRun:
         elif self.vendor == "huawei":
             results += self._ascend()
         else:
-            results.append(
-                warned(
-                    "ppu.support",
-                    "ClusterForge has no PPU device checks yet: only fabric and node checks ran",
-                    None,
-                    "validate the PPUs with the vendor's diagnostics before admitting the node",
-                )
-            )
+            results += self._ppu()
         return results
 
     def _nvidia(self) -> list[dict]:
@@ -339,6 +337,21 @@ class _NodeRun:
         self._metrics(ascend.metrics, info, links)
         self._outputs["npu"] = info
         self._outputs["boards"] = boards
+        return results
+
+    def _ppu(self) -> list[dict]:
+        accel, bom = self.accel, self.exp["bom"]
+        listed = self._run(PPU_SMI_LIST)
+        detail = self._run(PPU_SMI_Q)
+        check = self._check
+        results = [
+            check("ppu.tool", ppu.ppu_tool, listed, detail),
+            check("ppu.count", ppu.ppu_count, listed, accel),
+            check("ppu.model", ppu.ppu_model, listed, accel),
+            check("ppu.health", ppu.ppu_health, detail, listed),
+            check("ppu.sdk_version", ppu.ppu_sdk_version, detail, accel, bom),
+        ]
+        self._metrics(ppu.metrics, listed, detail)
         return results
 
     def _nic_ids(self, info) -> list[int]:

@@ -151,6 +151,9 @@ FORMATS = {
     "cann_version": VersionFormat(
         r"[0-9]+\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.(alpha|beta)?[0-9]+)?", "8.0.RC2"
     ),
+    # HDK firmware: four to six numbers (7.7.0.6.236).
+    "ascend_firmware_version": VersionFormat(r"[0-9]+(\.[0-9]+){3,5}", "7.7.0.6.236"),
+    "ppu_sdk_version": VersionFormat(r"[0-9]+\.[0-9]+\.[0-9]+", "2.1.1"),
 }
 
 

@@ -1,10 +1,21 @@
-"""Replayed Huawei Ascend tools: `npu-smi info ...` and `hccn_tool -i N -<item> -g`."""
+"""Replayed Huawei Ascend tools: `npu-smi info ...` and `hccn_tool -i N -<item> -g|-s ...`.
+
+`ascend.npus` holds one entry per chip as npu-smi lists them: `id` (the NPU),
+`chip_id` and, on A3 (two dies per NPU), `phy_id`, which is also hccn_tool's
+device id there (on 910B the NPU id is). Installed versions, the board
+compatibility and /etc/hccn.conf come in through ascend_installed.apply().
+"""
 
 from __future__ import annotations
 
-from .common import ToolResult, fail
+import ipaddress
+
+from . import ascend_installed
+from .ascend_installed import nic_device_id
+from .common import Context, ToolResult, fail
 
 RC_ERROR = 1
+BROADCAST = ipaddress.IPv4Address("255.255.255.255")
 RULE = "+" + "-" * 27 + "+" + "-" * 15 + "+" + "-" * 52 + "+"
 DOUBLE_RULE = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * 52 + "+"
 NPU_SMI_USAGE = """Usage: npu-smi info <watch|proc|-h|-m|-l|-t type> [Options...]
@@ -25,42 +36,73 @@ def field(label: str, value) -> str:
     return f"\t{label:<31}: {value}"
 
 
+def npu_ids(ascend: dict) -> list:
+    """The NPU ids in npu-smi's order, once each (an A3 NPU has two chip entries)."""
+    return list(dict.fromkeys(npu["id"] for npu in ascend["npus"]))
+
+
+def chips_of(ascend: dict, npu_id: int) -> list:
+    return [npu for npu in ascend["npus"] if npu["id"] == npu_id]
+
+
+def multi_die(ascend: dict) -> bool:
+    """A3 (910C) style: chips carry a Phy-ID, and npu-smi's chip column names it."""
+    return any(npu.get("phy_id") is not None for npu in ascend["npus"])
+
+
 def info_table(ascend: dict) -> str:
-    """`npu-smi info`: the device table and the (empty) process table."""
+    """`npu-smi info`: the device table and the (empty) process table.
+
+    One block per chip; an A3 NPU's two dies are two blocks (the NPU line repeated,
+    power '-' on the second die) parted by a plain rule, NPUs by a double rule.
+    """
     version = ascend["driver_version"]
+    chip_header = "Chip  Phy-ID" if multi_die(ascend) else "Chip"
     lines = [
         "+" + "-" * 96 + "+",
         f"| npu-smi {version:<25}Version: {version:<53}|",
         RULE,
         "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|",
-        "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |",
+        f"| {chip_header:<26}| Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |",
         DOUBLE_RULE,
     ]
-    for npu in ascend["npus"]:
+    npus = ascend["npus"]
+    for position, npu in enumerate(npus):
         # Row 1: NPU, name | health | power, temperature, hugepages used / total.
-        power = f"{npu['power_w']:.1f}"
+        power = "-" if npu.get("power_w") is None else f"{npu['power_w']:.1f}"
         lines.append(
             f"| {npu['id']:<6}{npu['name']:<20}| {npu['health']:<14}| "
             f"{power:<12}{npu['temp_c']:<18}{0:<5}/ {0:<14}|"
         )
-        # Row 2: chip | bus id | AI core %, memory used / total, HBM used / total (MB).
+        # Row 2: chip (and Phy-ID) | bus id | AI core %, memory used / total, HBM used / total (MB).
         memory = f"{npu['memory_used_mb']:<5}/ {npu['memory_total_mb']:<11}"
         hbm = f"{npu['hbm_used_mb']:<5}/ {npu['hbm_total_mb']:<14}"
-        lines.append(f"| {npu['chip_id']:<26}| {npu['bus_id']:<14}| {npu['aicore_pct']:<12}{memory}{hbm}|")
-        lines.append(DOUBLE_RULE)
+        chip = f"{npu['chip_id']:<6}{npu['phy_id']}" if npu.get("phy_id") is not None else npu["chip_id"]
+        lines.append(f"| {chip:<26}| {npu['bus_id']:<14}| {npu['aicore_pct']:<12}{memory}{hbm}|")
+        same_npu = position + 1 < len(npus) and npus[position + 1]["id"] == npu["id"]
+        lines.append("+" + "-" * 96 + "+" if same_npu else DOUBLE_RULE)
     lines.append(RULE)
     lines.append(
         "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
     )
     lines.append(DOUBLE_RULE)
-    for npu in ascend["npus"]:
-        message = f"No running processes found in NPU {npu['id']}"
+    for npu_id in npu_ids(ascend):
+        message = f"No running processes found in NPU {npu_id}"
         lines.append(f"| {message:<95}|")
         lines.append(DOUBLE_RULE)
     return "\n".join(lines) + "\n"
 
 
-def board(ascend: dict, npu: dict, chip: int | None) -> str:
+def compatibility(ascend: dict) -> str:
+    """The driver record's verdict (ascend_installed.apply), else the profile's `compatible` (default yes)."""
+    if ascend.get("compatibility"):
+        return ascend["compatibility"]
+    return "OK" if ascend.get("compatible", True) else "NOK"
+
+
+def board(ascend: dict, chips: list, chip: dict | None) -> str:
+    """`-t board -i N` (the card: first chip's board data, Chip Count) or `-t board -i N -c C` (one chip)."""
+    npu = chips[0] if chip is None else chip
     info = npu["board"]
     if chip is None:
         rows = [
@@ -71,7 +113,7 @@ def board(ascend: dict, npu: dict, chip: int | None) -> str:
             ("Serial Number", info["serial"]),
             ("Software Version", ascend["driver_version"]),
             ("Firmware Version", ascend["firmware_version"]),
-            ("Compatibility", "OK"),
+            ("Compatibility", compatibility(ascend)),
             ("Board ID", info["board_id"]),
             ("PCB ID", info["pcb_id"]),
             ("BOM ID", info["bom_id"]),
@@ -82,12 +124,12 @@ def board(ascend: dict, npu: dict, chip: int | None) -> str:
             ("PCI Device ID", info["pci_device_id"]),
             ("Subsystem Vendor ID", "0x0200"),
             ("Subsystem Device ID", "0x0100"),
-            ("Chip Count", 1),
+            ("Chip Count", len(chips)),
         ]
     else:
         rows = [
             ("NPU ID", npu["id"]),
-            ("Chip ID", chip),
+            ("Chip ID", npu["chip_id"]),
             ("Chip Type", "Ascend"),
             ("Chip Name", npu["name"]),
             ("Chip Version", "V1"),
@@ -96,25 +138,33 @@ def board(ascend: dict, npu: dict, chip: int | None) -> str:
             ("BOM ID", info["bom_id"]),
             ("VDie ID", info["vdie_id"]),
             ("NDie ID", info["ndie_id"]),
-            ("Chip Position ID", npu["id"]),
+            ("Chip Position ID", nic_device_id(npu)),
             ("PCIe Bus Info", npu["bus_id"]),
             ("Firmware Version", ascend["firmware_version"]),
         ]
     return "\n".join(field(label, value) for label, value in rows) + "\n"
 
 
-def health(npu: dict) -> str:
-    rows = [
-        ("Health Status", npu["health"]),
-        ("Error Code", npu.get("error_code") or "NA"),
-        ("Error Information", npu.get("error_info") or "NA"),
+def health_rows(npu: dict) -> list:
+    return [
+        field("Health Status", npu["health"]),
+        field("Error Code", npu.get("error_code") or "NA"),
+        field("Error Information", npu.get("error_info") or "NA"),
     ]
-    return "\n".join(field(label, value) for label, value in rows) + "\n"
 
 
-def usages(npu: dict) -> str:
+def health(chips: list, chip: dict | None) -> str:
+    """One chip: its three lines; a multi-chip NPU without -c: a block per chip, closed by its Chip ID."""
+    if chip is not None or len(chips) == 1:
+        return "\n".join(health_rows(chip or chips[0])) + "\n"
+    lines = [field("NPU ID", chips[0]["id"]), field("Chip Count", len(chips))]
+    for npu in chips:
+        lines += ["", *health_rows(npu), field("Chip ID", npu["chip_id"])]
+    return "\n".join(lines) + "\n"
+
+
+def usage_rows(npu: dict) -> list:
     hbm_pct = round(100.0 * npu["hbm_used_mb"] / npu["hbm_total_mb"]) if npu["hbm_total_mb"] else 0
-    head = [field("NPU ID", npu["id"]), field("Chip Count", 1), ""]
     rows = [
         ("DDR Capacity(MB)", npu["memory_total_mb"]),
         ("DDR Usage Rate(%)", 0),
@@ -130,13 +180,22 @@ def usages(npu: dict) -> str:
         ("HBM Bandwidth Usage Rate(%)", 0),
         ("Chip ID", npu["chip_id"]),
     ]
-    return "\n".join(head + [field(label, value) for label, value in rows]) + "\n"
+    return [field(label, value) for label, value in rows]
+
+
+def usages(chips: list, chip: dict | None) -> str:
+    shown = [chip] if chip is not None else chips
+    lines = [field("NPU ID", shown[0]["id"]), field("Chip Count", len(shown))]
+    for npu in shown:
+        lines += ["", *usage_rows(npu)]
+    return "\n".join(lines) + "\n"
 
 
 def mapping(ascend: dict) -> str:
     lines = [f"\t{'NPU ID':<31}{'Chip ID':<31}{'Chip Logic ID':<31}{'Chip Name'}"]
     for logic, npu in enumerate(ascend["npus"]):
-        lines.append(f"\t{npu['id']:<31}{npu['chip_id']:<31}{logic:<31}{'Ascend ' + npu['name']}")
+        name = npu["name"] if npu["name"].startswith("Ascend") else "Ascend " + npu["name"]
+        lines.append(f"\t{npu['id']:<31}{npu['chip_id']:<31}{logic:<31}{name}")
     return "\n".join(lines) + "\n"
 
 
@@ -156,6 +215,9 @@ def npu_smi(profile: dict, args: list) -> ToolResult:
     ascend = profile["ascend"]
     if not args or args[0] != "info":
         return fail(RC_ERROR, "Invalid command.\n" + NPU_SMI_USAGE)
+    if ascend.get("driver_chip_mismatch"):
+        # The installed driver is for another chip (ascend_installed.py): DCMI cannot start.
+        return ToolResult(rc=RC_ERROR, stdout="dcmi module initialize failed. ret is -8005\n")
     rest = args[1:]
     if not rest:
         return ToolResult(stdout=info_table(ascend))
@@ -164,43 +226,117 @@ def npu_smi(profile: dict, args: list) -> ToolResult:
     if rest == ["-m"]:
         return ToolResult(stdout=mapping(ascend))
     flags = parse_flags(rest, ("-t", "-i", "-c"))
-    renderers = {"board": None, "health": None, "usages": None}
-    if flags is None or flags.get("-t") not in renderers or "-i" not in flags:
+    if flags is None or flags.get("-t") not in ("board", "health", "usages") or "-i" not in flags:
         return fail(RC_ERROR, "Invalid parameter.\n" + NPU_SMI_USAGE)
-    by_id = {str(npu["id"]): npu for npu in ascend["npus"]}
-    npu = by_id.get(flags["-i"])
-    if npu is None:
+    chips = [npu for npu in ascend["npus"] if str(npu["id"]) == flags["-i"]]
+    if not chips:
         return fail(RC_ERROR, f"The device id {flags['-i']} is invalid.")
-    chip = flags.get("-c")
-    if chip is not None and chip != str(npu["chip_id"]):
-        return fail(RC_ERROR, f"The chip id {chip} is invalid.")
+    chip = None
+    if "-c" in flags:
+        chip = next((npu for npu in chips if str(npu["chip_id"]) == flags["-c"]), None)
+        if chip is None:
+            return fail(RC_ERROR, f"The chip id {flags['-c']} is invalid.")
     kind = flags["-t"]
     if kind == "board":
-        return ToolResult(stdout=board(ascend, npu, None if chip is None else int(chip)))
+        return ToolResult(stdout=board(ascend, chips, chip))
     if kind == "health":
-        return ToolResult(stdout=health(npu))
-    return ToolResult(stdout=usages(npu))
+        return ToolResult(stdout=health(chips, chip))
+    return ToolResult(stdout=usages(chips, chip))
 
 
-def hccn_tool(profile: dict, args: list) -> ToolResult:
-    """hccn_tool -i <device> -<item> -g for the NPU's on-package RoCE NIC."""
-    items = ("-ip", "-link", "-net_health", "-netdetect", "-gateway")
-    if len(args) != 4 or args[0] != "-i" or args[2] not in items or args[3] != "-g":
-        return fail(RC_ERROR, f"Invalid command. Usage: hccn_tool -i <device_id> {{{','.join(items)}}} -g")
-    by_id = {str(npu["id"]): npu for npu in profile["ascend"]["npus"]}
+# ------------------------------------------------------------------ hccn_tool
+
+HCCN_ITEMS = ("-ip", "-link", "-net_health", "-netdetect", "-gateway")
+# `-s` forms: item -> the key/value words it takes -> the /etc/hccn.conf key each sets.
+HCCN_SET = {
+    "-ip": {"address": "address", "netmask": "netmask"},
+    "-gateway": {"gateway": "gateway"},
+    "-netdetect": {"address": "netdetect"},
+}
+HCCN_USAGE = (
+    "Usage: hccn_tool -i <device_id> {" + ",".join(HCCN_ITEMS) + "} -g\n"
+    "       hccn_tool -i <device_id> -ip -s address <ip> netmask <mask>\n"
+    "       hccn_tool -i <device_id> -gateway -s gateway <ip>\n"
+    "       hccn_tool -i <device_id> -netdetect -s address <ip>"
+)
+
+
+def unicast_error(word: str, value: str) -> str | None:
+    """Why `value` is no usable IPv4 unicast address for `word`, or None."""
+    try:
+        address = ipaddress.IPv4Address(value)
+    except ValueError:
+        return f"{word} {value} is not a valid IPv4 address"
+    if address.is_unspecified or address.is_loopback or address.is_multicast or address == BROADCAST:
+        return f"{word} {value} is not a unicast address"
+    return None
+
+
+def netmask_error(value: str) -> str | None:
+    try:
+        mask = int(ipaddress.IPv4Address(value))
+    except ValueError:
+        return f"netmask {value} is not a valid IPv4 netmask"
+    hosts = ~mask & 0xFFFFFFFF
+    if mask == 0 or hosts & (hosts + 1):
+        return f"netmask {value} is not a valid netmask (the ones must be contiguous)"
+    return None
+
+
+def hccn_set(ctx: Context, npu: dict, item: str, pairs: dict) -> ToolResult:
+    """`-s`: check the values as the tool does, then keep them in /etc/hccn.conf."""
+    wanted = HCCN_SET[item]
+    for word, value in pairs.items():
+        problem = netmask_error(value) if word == "netmask" else unicast_error(word, value)
+        if problem:
+            return fail(RC_ERROR, f"Invalid parameter: {problem}.")
+    if item == "-ip":
+        network = ipaddress.IPv4Network(f"{pairs['address']}/{pairs['netmask']}", strict=False)
+        address = ipaddress.IPv4Address(pairs["address"])
+        if network.prefixlen < 31 and address in (network.network_address, network.broadcast_address):
+            return fail(
+                RC_ERROR,
+                f"Invalid parameter: address {address} is the network or broadcast address of {network}.",
+            )
+    values = {wanted[word]: value for word, value in pairs.items()}
+    try:
+        ascend_installed.write_conf(ctx, nic_device_id(npu), values)
+    except PermissionError:
+        return fail(RC_ERROR, f"set {item[1:]} failed: permission denied ({ascend_installed.conf_path(ctx)})")
+    return ToolResult()
+
+
+def hccn_tool(profile: dict, args: list, ctx: Context | None = None) -> ToolResult:
+    """hccn_tool -i <device> -<item> -g|-s ... for the NPU's on-package RoCE NIC (device: the chip's id).
+
+    A well-formed `-s` call on a known device is logged (ascend_installed.log_call), refused or not.
+    """
+    ctx = ctx or Context()
+    getting = len(args) == 4 and args[3] == "-g"
+    setting = len(args) > 4 and args[3] == "-s" and args[2] in HCCN_SET
+    if len(args) < 4 or args[0] != "-i" or args[2] not in HCCN_ITEMS or not (getting or setting):
+        return fail(RC_ERROR, f"Invalid command. {HCCN_USAGE}")
+    by_id = {str(nic_device_id(npu)): npu for npu in profile["ascend"]["npus"]}
     npu = by_id.get(args[1])
     if npu is None:
         return fail(RC_ERROR, f"device id {args[1]} is invalid")
-    nic = npu["nic"]
     item = args[2]
+    if setting:
+        pairs = parse_flags(args[4:], tuple(HCCN_SET[item]))
+        if pairs is None or set(pairs) != set(HCCN_SET[item]):
+            return fail(RC_ERROR, f"Invalid command. {HCCN_USAGE}")
+        result = hccn_set(ctx, npu, item, pairs)
+        ascend_installed.log_call(ctx, args, result.rc)
+        return result
+    nic = npu["nic"]
     if item == "-ip":
         if not nic.get("address"):
             return ToolResult()  # no address configured: the tool prints nothing
-        return ToolResult(stdout=f"ipaddr:{nic['address']}\nnetmask:{nic['netmask']}\n")
+        return ToolResult(stdout=f"ipaddr:{nic['address']}\nnetmask:{nic.get('netmask') or ''}\n")
     if item == "-link":
         return ToolResult(stdout=f"link status: {nic['link']}\n")
     if item == "-net_health":
         return ToolResult(stdout=f"net health status: {nic['net_health']}\n")
     if item == "-netdetect":
         return ToolResult(stdout=f"netdetect address: {nic.get('netdetect') or ''}\n")
-    return ToolResult(stdout=f"default gateway:{nic.get('gateway') or ''}, Iface:eth{npu['id']}\n")
+    return ToolResult(stdout=f"default gateway:{nic.get('gateway') or ''}, Iface:eth{nic_device_id(npu)}\n")

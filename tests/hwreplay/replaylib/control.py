@@ -19,10 +19,11 @@ import time
 
 from . import installed as packages
 from . import prerender, shims
+from .ascend_installed import nic_device_id
 from .common import PROGRAM, Context, ReplayError
 from .infiniband import sysfs_files
 from .profiles import active_profile, list_profiles, load_raw, read_overrides, resolve
-from .tools import TOOLS, installed, installed_tools
+from .tools import TOOLS, installed, installed_tools, tool_path
 
 FM_UNIT = "nvidia-fabricmanager.service"
 FM_UNIT_MARKER = "Installed by hwreplay"
@@ -85,7 +86,7 @@ def is_ours(path: str) -> bool:
 def check_tool_paths_free(ctx: Context, profile: dict) -> None:
     """Refuse (before changing anything) to shadow a real binary that sits where a tool shim goes."""
     for tool in TOOLS:
-        path = os.path.join(ctx.bin_dir, tool)
+        path = tool_path(ctx, tool)
         if installed(profile, tool) and os.path.lexists(path) and not is_ours(path):
             raise ReplayError(
                 f"{path} exists and is not a hwreplay tool shim; refusing to replace it",
@@ -94,10 +95,10 @@ def check_tool_paths_free(ctx: Context, profile: dict) -> None:
 
 
 def sync_tool_shims(ctx: Context, profile: dict) -> list:
-    """Install a shim for each replayed tool the hardware has into the bin dir; remove the others."""
+    """Install a shim for each replayed tool the hardware has (into tools.tool_dir); remove the others."""
     changes = []
     for tool in TOOLS:
-        path = os.path.join(ctx.bin_dir, tool)
+        path = tool_path(ctx, tool)
         if installed(profile, tool):
             if os.path.islink(path):
                 os.unlink(path)  # a link of an older hwreplay
@@ -219,7 +220,7 @@ def check_overrides_fit(ctx: Context, profile: dict) -> None:
     ascend = profile.get("ascend")
     if not ascend:
         return
-    ids = {npu["id"] for npu in ascend["npus"]}
+    ids = {nic_device_id(npu) for npu in ascend["npus"]}  # hccn_tool device ids (A3: Phy-IDs)
     for device in read_overrides(ctx).get("hccn_devices") or []:
         if device["id"] not in ids:
             raise ReplayError(
@@ -295,8 +296,14 @@ def show_profile(ctx: Context) -> str:
     if profile.get("ascend"):
         ascend = profile["ascend"]
         lines.append(
-            f"ascend: {len(ascend['npus'])} NPUs, driver {ascend['driver_version']}, "
+            f"ascend: {len({npu['id'] for npu in ascend['npus']})} NPUs ({len(ascend['npus'])} chips), "
+            f"driver {ascend['driver_version']}, "
             f"firmware {ascend['firmware_version']}"
+        )
+    if profile.get("ppu"):
+        ppu = profile["ppu"]
+        lines.append(
+            f"ppu: {len(ppu['ppus'])} PPUs, driver {ppu['driver_version']}, SDK {ppu['sdk_version']}"
         )
     if profile.get("infiniband"):
         lines.append("infiniband: " + ", ".join(hca["name"] for hca in profile["infiniband"]["hcas"]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .ascend_installed import nic_device_id
 from .common import Context, ReplayError, ctime
 from .tools import TOOLS, installed, run_tool
 
@@ -41,6 +42,11 @@ VALIDATOR_COMMANDS = (
     ("hccn_tool", "-i", DEVICE, "-ip", "-g"),
     ("hccn_tool", "-i", DEVICE, "-link", "-g"),
     ("hccn_tool", "-i", DEVICE, "-net_health", "-g"),
+    # What the hccn role's hccn_config module reads besides (design.md, NPU NIC plan).
+    ("hccn_tool", "-i", DEVICE, "-gateway", "-g"),
+    ("hccn_tool", "-i", DEVICE, "-netdetect", "-g"),
+    ("ppu-smi", "-L"),
+    ("ppu-smi", "-q"),
 )
 # Two clocks (HWREPLAY_NOW, HWREPLAY_UPTIME) differing in every ctime field.
 CLOCKS = (("1718935388", "86400"), ("1754366629.5", "1234.25"))
@@ -78,8 +84,14 @@ def command_templates(extra: tuple = ()) -> tuple:
 
 
 def expand(templates: tuple, profile: dict) -> list:
-    """The argv of `templates` that the profile's hardware has a tool for, {n} over its NPU ids."""
-    npu_ids = [str(npu["id"]) for npu in (profile.get("ascend") or {}).get("npus", [])]
+    """The argv of `templates` that the profile's hardware has a tool for, {n} over its NPU ids.
+
+    hccn_tool's {n} goes over its device ids instead (one per chip: the Phy-IDs on A3)."""
+    npus = (profile.get("ascend") or {}).get("npus", [])
+    device_ids = {
+        "npu-smi": list(dict.fromkeys(str(npu["id"]) for npu in npus)),
+        "hccn_tool": [str(nic_device_id(npu)) for npu in npus],
+    }
     commands = []
     for template in templates:
         if not installed(profile, template[0]):
@@ -87,7 +99,7 @@ def expand(templates: tuple, profile: dict) -> list:
         if DEVICE not in template:
             commands.append(tuple(template))
             continue
-        for npu_id in npu_ids:
+        for npu_id in device_ids.get(template[0], device_ids["npu-smi"]):
             commands.append(tuple(npu_id if part == DEVICE else part for part in template))
     return commands
 

@@ -1,7 +1,7 @@
 """Profiles: JSON descriptions of a node's hardware, faulty ones as patches of a healthy one.
 
 A healthy profile describes the hardware directly (keys `nvidia`, `infiniband`,
-`ascend`, `pci_other`, `kernel_log`). A faulty profile is
+`ascend`, `ppu`, `pci_other`, `kernel_log`). A faulty profile is
 
     {"base": "h100-healthy", "fault": "...", "description": "...", "patch": {...}}
 
@@ -25,7 +25,7 @@ import copy
 import json
 import os
 
-from . import installed
+from . import ascend_installed, installed
 from .common import Context, ReplayError
 
 META_KEYS = ("description", "base", "fault", "patch")
@@ -34,6 +34,7 @@ DEFAULTS_OF = (
     ("nvidia", "gpu_defaults", "gpus"),
     ("infiniband", "hca_defaults", "hcas"),
     ("ascend", "npu_defaults", "npus"),
+    ("ppu", "ppu_defaults", "ppus"),
 )
 # The CUDA version each driver branch reports (nvidia-smi's "CUDA Version").
 CUDA_OF_BRANCH = {
@@ -156,7 +157,7 @@ def apply_overrides(hardware: dict, overrides: dict) -> None:
         return
     if overrides.get("ascend_driver_version"):
         ascend["driver_version"] = overrides["ascend_driver_version"]
-    by_id = {npu["id"]: npu for npu in ascend["npus"]}
+    by_id = {ascend_installed.nic_device_id(npu): npu for npu in ascend["npus"]}  # A3: the Phy-ID
     for device in overrides.get("hccn_devices") or []:
         npu = by_id.get(device["id"])
         if npu is None:
@@ -200,6 +201,7 @@ def resolve(ctx: Context, name: str, overrides: dict | None = None) -> dict:
     hardware = {key: copy.deepcopy(value) for key, value in root.items() if key not in META_KEYS}
     apply_overrides(hardware, read_overrides(ctx) if overrides is None else overrides)
     installed.apply_driver(hardware, ctx, CUDA_OF_BRANCH)  # the installed NVML wins over both
+    ascend_installed.apply(hardware, ctx)  # installed Ascend versions and /etc/hccn.conf, likewise
     for link_name, raw in reversed(chain[:-1]):
         apply_patch(hardware, raw.get("patch", {}), f"{link_name}.json: patch")
     expand_defaults(hardware)

@@ -32,7 +32,7 @@ import shutil
 import sys
 import tempfile
 
-from . import installed
+from . import ascend_installed, installed
 from .common import DEFAULTS, PROGRAM, Context
 from .prerender import Answer
 
@@ -172,6 +172,8 @@ def table_text(tool: str, indexed: list, ctx: Context, answers_dir: str, nvidia:
         lines.append(f"[ -e {shlex.quote(overrides)} ] && return 0")
     if nvidia:
         lines += installed_guard(ctx)
+    if tool in ascend_installed.GUARDED_TOOLS:
+        lines += ascend_installed.guard(ctx)
     by_count: dict = {}
     for index, answer in indexed:
         args = answer.argv[1:]
@@ -194,6 +196,8 @@ def answer_set(ctx: Context, answers: list, answers_dir: str, nvidia: bool = Fal
         by_tool.setdefault(answer.argv[0], []).append((index, answer))
     for tool, indexed in by_tool.items():
         files[f"{tool}.sh"] = table_text(tool, indexed, ctx, answers_dir, nvidia)
+    if set(by_tool) & set(ascend_installed.GUARDED_TOOLS):
+        files[ascend_installed.SEEN_FILE] = ascend_installed.seen_text(ctx)  # for refresh_if_stale
     return files
 
 

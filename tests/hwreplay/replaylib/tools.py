@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import ascend, infiniband, kernel, modinfo, nvidia_smi, pci
+import os
+
+from . import ascend, infiniband, kernel, modinfo, nvidia_smi, pci, ppu
 from .common import Context, ToolResult
 from .profiles import active_profile
 
@@ -10,13 +12,29 @@ from .profiles import active_profile
 TOOLS = {
     "nvidia-smi": ("nvidia", lambda profile, args, ctx: nvidia_smi.run(profile, args, ctx.now)),
     "npu-smi": ("ascend", lambda profile, args, ctx: ascend.npu_smi(profile, args)),
-    "hccn_tool": ("ascend", lambda profile, args, ctx: ascend.hccn_tool(profile, args)),
+    "hccn_tool": ("ascend", lambda profile, args, ctx: ascend.hccn_tool(profile, args, ctx)),
     "ibstat": ("infiniband", lambda profile, args, ctx: infiniband.ibstat(profile, args)),
     "lspci": (None, lambda profile, args, ctx: pci.lspci(profile, args)),
     "dmesg": (None, lambda profile, args, ctx: kernel.dmesg(profile, args, ctx)),
     "modinfo": ("nvidia", lambda profile, args, ctx: modinfo.modinfo(profile, args, ctx)),
+    "ppu-smi": ("ppu", lambda profile, args, ctx: ppu.ppu_smi(profile, args, ctx.now)),
 }
+# Tools a vendor SDK brings, which are not on PATH until a role installs that SDK: their shims go
+# to VENDOR_BIN_DIR (HWREPLAY_VENDOR_BIN_DIR), where the test SDK package's stand-in execs them.
+VENDOR_TOOLS = ("ppu-smi",)
+VENDOR_BIN_DIR = "/opt/hwreplay/bin"
 RC_NOT_INSTALLED = 127  # what a shell returns for a command it cannot find
+
+
+def tool_dir(ctx: Context, tool: str) -> str:
+    """Where `profile set` puts the shim of `tool`: the bin dir, or the vendor bin dir for SDK tools."""
+    if tool in VENDOR_TOOLS:
+        return ctx.env.get("HWREPLAY_VENDOR_BIN_DIR") or VENDOR_BIN_DIR
+    return ctx.bin_dir
+
+
+def tool_path(ctx: Context, tool: str) -> str:
+    return os.path.join(tool_dir(ctx, tool), tool)
 
 
 def installed(profile: dict, tool: str) -> bool:

@@ -12,7 +12,15 @@ HWREPLAY_DIR = Path(__file__).resolve().parents[2] / "hwreplay"
 sys.path.insert(0, str(HWREPLAY_DIR))
 
 
-HEALTHY = ("h100-healthy", "h200-healthy", "b200-healthy", "910b-healthy", "cpu-none")
+HEALTHY = (
+    "h100-healthy",
+    "h200-healthy",
+    "b200-healthy",
+    "910b-healthy",
+    "910c-healthy",
+    "ppu-healthy",
+    "cpu-none",
+)
 FAULTY = {
     "h100-xid79": "h100-healthy",
     "h100-pcie-x8": "h100-healthy",
@@ -21,6 +29,7 @@ FAULTY = {
     "h100-fabricmanager-failed": "h100-healthy",
     "910b-health-alarm": "910b-healthy",
     "910b-nic-net-health-fail": "910b-healthy",
+    "ppu-device-error": "ppu-healthy",
 }
 ALL_PROFILES = HEALTHY + tuple(FAULTY)
 NOW = 1718935388.0  # Fri Jun 21 02:03:08 2024 UTC: pinned so outputs are reproducible
@@ -34,11 +43,17 @@ def replay_env(tmp_path) -> dict:
         "HWREPLAY_STATE_DIR": str(tmp_path / "state"),
         "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
         "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
+        "HWREPLAY_VENDOR_BIN_DIR": str(tmp_path / "vendor-bin"),
         "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
         # No NVIDIA packages installed unless a test puts their files here (replaylib/installed.py).
         "HWREPLAY_LIB_DIR": str(tmp_path / "lib"),
         "HWREPLAY_PACKAGE_UNIT_DIRS": str(tmp_path / "pkg-units"),
         "HWREPLAY_FM_STATE": str(tmp_path / "run/fabric.state"),
+        # Ascend: installed driver/firmware, the installers' records, hccn_tool's files.
+        "HWREPLAY_ASCEND_ROOT": str(tmp_path / "Ascend"),
+        "HWREPLAY_PKG_RECORDS": str(tmp_path / "pkgs"),
+        "HWREPLAY_HCCN_CONF": str(tmp_path / "etc/hccn.conf"),
+        "HWREPLAY_HCCN_LOG": str(tmp_path / "log/hccn_tool.log"),
         "HWREPLAY_SYSTEMD": "0",
         "HWREPLAY_NOW": str(NOW),
         "HWREPLAY_UPTIME": str(UPTIME),
@@ -75,6 +90,9 @@ IB_COMMANDS = [["ibstat"], ["ibstat", "-l"]]
 COMMON_COMMANDS = [["lspci"], ["lspci", "-vvv"], ["dmesg"], ["dmesg", "-T"]]
 
 
+PPU_COMMANDS = [["ppu-smi", "-L"], ["ppu-smi", "-q"], ["ppu-smi", "-q", "-i", "0"]]
+
+
 def commands_for(profile: dict) -> list:
     commands = list(COMMON_COMMANDS)
     if profile.get("nvidia"):
@@ -83,4 +101,6 @@ def commands_for(profile: dict) -> list:
         commands += ASCEND_COMMANDS
     if profile.get("infiniband"):
         commands += IB_COMMANDS
+    if profile.get("ppu"):
+        commands += PPU_COMMANDS
     return commands

@@ -23,6 +23,8 @@ SKU_OF = {
     "h200": "hgx-h200-8gpu",
     "b200": "hgx-b200-8gpu",
     "910b": "atlas-800t-a2",
+    "910c": "atlas-800t-a3",
+    "ppu": "alibaba-ppu-zw810e-16",
     "cpu": "cpu-generic",
 }
 
@@ -36,10 +38,15 @@ def node(tmp_path):
         "HWREPLAY_OVERRIDES": str(tmp_path / "overrides.json"),
         "HWREPLAY_SYSROOT": str(tmp_path / "sysroot"),
         "HWREPLAY_BIN_DIR": str(tmp_path / "bin"),
+        "HWREPLAY_VENDOR_BIN_DIR": str(tmp_path / "vendor-bin"),
         "HWREPLAY_UNIT_DIR": str(tmp_path / "units"),
         "HWREPLAY_LIB_DIR": str(tmp_path / "lib"),
         "HWREPLAY_PACKAGE_UNIT_DIRS": str(tmp_path / "pkg-units"),
         "HWREPLAY_FM_STATE": str(tmp_path / "run/fabric.state"),
+        "HWREPLAY_ASCEND_ROOT": str(tmp_path / "Ascend"),
+        "HWREPLAY_PKG_RECORDS": str(tmp_path / "pkgs"),
+        "HWREPLAY_HCCN_CONF": str(tmp_path / "etc/hccn.conf"),
+        "HWREPLAY_HCCN_LOG": str(tmp_path / "log/hccn_tool.log"),
         "HWREPLAY_SYSTEMD": "0",
     }
     if "TZ" in os.environ:  # the stamps nvidia-smi prints are local time, here as in the tests' renders
@@ -60,6 +67,8 @@ def no_fallback(tmp_path, monkeypatch):
 
 def shim(env: dict, *argv: str, extra_env: dict | None = None) -> subprocess.CompletedProcess:
     path = Path(env["HWREPLAY_BIN_DIR"]) / argv[0]
+    if not path.exists():  # vendor tools the SDK puts on PATH (ppu-smi) live apart
+        path = Path(env["HWREPLAY_VENDOR_BIN_DIR"]) / argv[0]
     return subprocess.run(
         [str(path), *argv[1:]], env={**env, **(extra_env or {})}, capture_output=True, timeout=60, check=False
     )
@@ -146,7 +155,8 @@ def test_node_answers_every_replayed_command_validation_runs(ctx, monkeypatch, t
     npus = (profile.get("ascend") or {}).get("npus", [])
     if nic_plan and npus:
         hostvars["hccn_devices"] = [
-            {"id": npu["id"], "address": npu["nic"]["address"], "netmask": "255.255.255.0"} for npu in npus
+            {"id": npu.get("phy_id", npu["id"]), "address": npu["nic"]["address"], "netmask": "255.255.255.0"}
+            for npu in npus
         ]
     source = RenderedSource(ctx, profile)
     validate_node(source, build_expected("node", hostvars), "quick")

@@ -329,7 +329,7 @@ CASES = [
     ),
     Case(
         "cann-needs-newer-driver",
-        lambda inv: inv.set_var("group_vars/all/versions.yml", "cann_version", "8.0.RC3"),
+        lambda inv: inv.set_var("group_vars/all/versions.yml", "cann_version", "8.5.0"),
         "bom.cann_driver",
         "npu-r2-n01",
         "cann_version",

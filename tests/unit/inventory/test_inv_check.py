@@ -158,7 +158,7 @@ def test_every_problem_reported_at_once(tmp_path, capsys):
     inv = Inventory(tmp_path / "inv")
     inv.set_host_var("gpu-r1-n01", "node_sku", "nope")
     inv.del_host_var("ctl-r3-n01", "rack")
-    inv.set_var("group_vars/all/versions.yml", "cann_version", "8.0.RC3")
+    inv.set_var("group_vars/all/versions.yml", "cann_version", "8.5.0")
     inv.set_hccn("npu-r2-n02", inv.hccn("npu-r2-n02")[:6])
     outcome = run_check(capsys, inv.root)
     assert {p["rule"] for p in outcome.errors()} == {

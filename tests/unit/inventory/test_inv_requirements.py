@@ -24,7 +24,8 @@ def _checkout(root: Path, plays: list, roles: dict[str, dict]) -> Path:
 
 
 def test_the_real_site_playbook_requires_what_its_roles_mark_required():
-    # base (hosts: all) marks no option required; the NVIDIA stack (gpu_nvidia) needs its BOM.
+    # base (hosts: all) marks no option required; each accelerator stack needs its BOM,
+    # the Ascend NIC plan and the SKU its roles read.
     found = {(r.role, r.hosts, r.variable) for r in role_requirements(project_root())}
     assert found == {
         ("nvidia_driver", "gpu_nvidia", "nvidia_driver_version"),
@@ -33,6 +34,15 @@ def test_the_real_site_playbook_requires_what_its_roles_mark_required():
         ("nccl", "gpu_nvidia", "nccl_version"),
         ("nccl", "gpu_nvidia", "cuda_version"),
         ("dcgm", "gpu_nvidia", "dcgm_version"),
+        ("ascend_driver", "npu_ascend", "ascend_driver_version"),
+        ("cann", "npu_ascend", "cann_version"),
+        ("hccn", "npu_ascend", "hccn_devices"),
+        ("hccn", "npu_ascend", "node_sku"),
+        ("ascend_runtime", "npu_ascend", "ascend_docker_runtime_version"),
+        ("ascend_runtime", "npu_ascend", "node_sku"),
+        ("ppu", "npu_ppu", "node_sku"),
+        ("ppu", "npu_ppu", "ppu_packages"),
+        ("ppu", "npu_ppu", "ppu_sdk_version"),
     }
 
 

@@ -94,10 +94,15 @@ def test_bom_and_connection_vars(nodes, access):
         "cuda_version": "12.8",
         "nccl_version": "2.26.2",
         "dcgm_version": "4.2.3",
-        "ascend_driver_version": "24.1.rc2",
-        "cann_version": "8.0.RC2",
+        "ascend_driver_version": "25.5.0",
+        "ascend_firmware_version": "7.8.0.5.216",
+        "cann_version": "8.5.0",
+        "ascend_docker_runtime_version": "7.0.0",
+        "npu_exporter_version": "6.0.0",
         "os_release": "debian 12",
     }
+    # No container engine on lab nodes yet: Ascend Docker Runtime waits for one.
+    assert yaml.safe_load(files["group_vars/npu_ascend.yml"]) == {"ascend_docker_runtime_enabled": False}
     assert 'cuda_version: "12.8"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
     connection = yaml.safe_load(files["group_vars/all/connection.yml"])
     assert connection["ansible_user"] == "ansible"
@@ -162,7 +167,7 @@ def test_ansible_reads_the_inventory_as_intended(tmp_path, nodes, access):
     assert sorted(data["k8s_workers"]["hosts"]) == ["lab-npu-01", "lab-npu-02"]
     hostvars = data["_meta"]["hostvars"]["lab-npu-01"]
     assert hostvars["ansible_host"] == "10.89.100.14"
-    assert hostvars["cann_version"] == "8.0.RC2"  # group_vars/all reached the host
+    assert hostvars["cann_version"] == "8.5.0"  # group_vars/all reached the host
     assert hostvars["ansible_user"] == "ansible"
     assert len(hostvars["hccn_devices"]) == 8
 
@@ -188,8 +193,11 @@ def test_only_a_folder_with_the_labs_mark_is_removed(tmp_path, nodes, access):
     assert not remove_inventory(target, "lab")
 
 
-def test_test_repository_variables_become_group_vars(nodes, access):
+def test_stand_in_variables_become_group_vars(nodes, access):
     repo = {"nvidia_cuda_repo_base_url": "http://10.89.100.250:8080/compute/cuda/repos"}
-    files = render("lab", nodes, access, SUBNET, repo)
+    packages = {"ascend_package_url": "http://10.89.100.249:8080", "ascend_packages": {"a.run": "0" * 64}}
+    files = render("lab", nodes, access, SUBNET, {"nvidia_repo": repo, "ascend_pkgs": packages})
     assert yaml.safe_load(files["group_vars/all/nvidia_repo.yml"]) == repo
-    assert "group_vars/all/nvidia_repo.yml" not in render("lab", nodes, access, SUBNET)
+    assert yaml.safe_load(files["group_vars/all/ascend_pkgs.yml"]) == packages
+    plain = render("lab", nodes, access, SUBNET)
+    assert "group_vars/all/nvidia_repo.yml" not in plain and "group_vars/all/ascend_pkgs.yml" not in plain

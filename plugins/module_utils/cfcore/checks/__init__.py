@@ -1,4 +1,4 @@
-"""Node validation checks, one module per area: nvidia, infiniband, ascend, node, dcgm.
+"""Node validation checks, one module per area: nvidia, infiniband, ascend, ppu, node, dcgm.
 
 Check ids are fixed: reports, tests and quarantine reasons use them.
 """
@@ -34,7 +34,7 @@ NPU_CHECKS = (
     "npu.nic_net_health",
     "npu.nic_ip",
 )
-PPU_CHECKS = ("ppu.support",)
+PPU_CHECKS = ("ppu.tool", "ppu.count", "ppu.model", "ppu.health", "ppu.sdk_version")
 # Every node has these, with accelerators or without (control, storage): each gets a real verdict.
 NODE_CHECKS = ("node.mounts", "node.time_sync", "node.root_fs", "node.os_release")
 

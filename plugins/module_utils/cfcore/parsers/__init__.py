@@ -12,7 +12,7 @@ driver is not loaded, NVML failed). Shared conventions: see common.py.
 
 from __future__ import annotations
 
-from . import ascend, hccn, infiniband, kernel_log, nvidia, pci
+from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, ppu
 from .common import ParseError, normalize_pci_bus_id, strip_source_header
 from .infiniband import read_sysfs_infiniband
 
@@ -87,6 +87,8 @@ _KIND_LIST = (
         kernel_log.parse_xid,
         MAX_KERNEL_LOG_BYTES,
     ),
+    Kind("ppu-smi-list", "ppu-smi -L", "Alibaba PPU list (index, name, UUID)", ppu.parse_ppu_smi_list),
+    Kind("ppu-smi-q", "ppu-smi -q", "Alibaba PPU detail: memory, health, ECC, SDK", ppu.parse_ppu_smi_q),
 )
 
 KINDS = {kind.name: kind for kind in _KIND_LIST}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The package cache of lab and Molecule nodes: apt-cacher-ng on this host, port
+# 3142 (tests and the lab only; production nodes use the site's mirror).
+#
+# Nodes find it themselves: the node image's apt Proxy-Auto-Detect helper
+# (images/node/cf-apt-proxy) asks for the Debian mirror through port 3142 of
+# the node's default gateway, which is this host on every podman network, and
+# goes direct when nothing answers there. So a node installs each package from
+# the mirror once per host, not once per node and run.
+#
+#   scripts/apt-cache.sh start    start it unless it answers already (idempotent)
+#   scripts/apt-cache.sh status   exit 0 when it answers
+#   scripts/apt-cache.sh stop
+#
+# Env: DEBIAN_MIRROR (the upstream it fetches from, default deb.debian.org),
+#      CF_APT_CACHE_DIR (default /var/cache/apt-cacher-ng; CI may keep it between runs).
+# Started directly when the host has no systemd (CI machines and containers);
+# under systemd the packaged unit runs it and `start` only checks it answers.
+set -euo pipefail
+PORT=3142
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+CACHE_DIR=${CF_APT_CACHE_DIR:-/var/cache/apt-cacher-ng}
+RUN_DIR=/run/apt-cacher-ng
+PIDFILE=$RUN_DIR/clusterforge.pid
+
+die() { local code=$1; shift; echo "apt-cache: $*" >&2; exit "$code"; }
+answers() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null; }
+
+start() {
+  if answers; then echo "package cache answers on port $PORT"; return 0; fi
+  command -v apt-cacher-ng >/dev/null || die 4 "apt-cacher-ng is not installed (fix: run scripts/setup-host.sh as root)"
+  [[ $(id -u) == 0 ]] || die 4 "starting apt-cacher-ng needs root (fix: run as root)"
+  install -d -o apt-cacher-ng -g apt-cacher-ng "$RUN_DIR" "$CACHE_DIR" /var/log/apt-cacher-ng
+  # The packaged backend of the Debian remap is ftp.debian.org; use the mirror the
+  # nodes are built from instead (it is the one this machine can reach).
+  # FreshIndexMaxAge: lab and Molecule nodes update their lists at the same moment;
+  # apt-cacher-ng 3.7 can fail one of two refreshes of the same index file started in
+  # the same second ("Failure to move file ... out of the way"), and that apt then
+  # hangs. Index files count as fresh for 10 minutes instead of 27 s, so a run's
+  # nodes share one refresh.
+  runuser -u apt-cacher-ng -- /usr/sbin/apt-cacher-ng -c /etc/apt-cacher-ng ForeGround=0 \
+    "pidfile=$PIDFILE" "SocketPath=$RUN_DIR/socket" "CacheDir=$CACHE_DIR" FreshIndexMaxAge=600 \
+    "Remap-debrep=file:deb_mirror*.gz /debian ; ${DEBIAN_MIRROR%/}/"
+  for _ in $(seq 50); do answers && { echo "package cache started on port $PORT (cache: $CACHE_DIR)"; return 0; }; sleep 0.1; done
+  die 1 "apt-cacher-ng did not answer on port $PORT (log: /var/log/apt-cacher-ng/apt-cacher.err)"
+}
+
+case "${1:-}" in
+  start) start ;;
+  status) answers && echo "package cache answers on port $PORT" || die 1 "no package cache on port $PORT (fix: scripts/apt-cache.sh start)" ;;
+  stop) [[ -f $PIDFILE ]] && kill "$(cat "$PIDFILE")" 2>/dev/null; rm -f "$PIDFILE"; echo "package cache stopped" ;;
+  *) die 2 "usage: scripts/apt-cache.sh start|status|stop" ;;
+esac

@@ -1,0 +1,61 @@
+"""What the end-to-end tests share: the lab's shape, and running commands against it.
+
+conftest.py brings the lab up once per session; see its docstring.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+LAB = "cftest"
+INVENTORY = ROOT / "inventories" / f"lab-{LAB}"
+STATE = ROOT / ".cache" / "lab" / LAB
+ENV = {
+    **os.environ,
+    "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "images" / "node" / "containers.conf")),
+    "ANSIBLE_NOCOLOR": "1",
+    "NO_COLOR": "1",
+}
+COUNTS = {"control": 1, "gpu": 3, "npu": 2, "storage": 0}
+# Host -> replay profile at lab creation (gpu-01 and npu-01 keep their healthy default).
+PROFILES = {
+    f"{LAB}-gpu-02": "h100-xid79",
+    f"{LAB}-gpu-03": "h100-ib-port-down",
+    f"{LAB}-npu-02": "910b-health-alarm",
+}
+HOSTS = [f"{LAB}-ctl-01", *(f"{LAB}-gpu-0{i}" for i in (1, 2, 3)), *(f"{LAB}-npu-0{i}" for i in (1, 2))]
+
+
+def run(*argv: str | Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(arg) for arg in argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env or ENV,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return f"rc={proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+
+
+def lab_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return run(BIN / "clusterforge", "lab", *args, timeout=timeout)
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str
+    inventory: Path
+    state: Path
+    hosts: list[str]
+    up: subprocess.CompletedProcess  # the `lab up` that created it
