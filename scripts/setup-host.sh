@@ -7,10 +7,11 @@
 #   python3-venv    the controller's virtual environment
 #   util-linux      losetup: lab storage nodes get a sparse loop disk for Ceph OSDs
 #   apt-cacher-ng   the package cache of lab and Molecule nodes (scripts/apt-cache.sh)
+#   curl            warms that cache
 # Then starts the package cache.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns util-linux apt-cacher-ng)
+PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns util-linux apt-cacher-ng curl)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
