@@ -16,8 +16,9 @@
 # (InRelease) started in the same second ("Failure to move file ... out of the
 # way"), and the apt that asked then hangs; lab and Molecule nodes update their
 # lists at the same moment. So `start` fetches the suites' InRelease files
-# itself, and they count as fresh for an hour (FreshIndexMaxAge; default 27 s):
-# a test run's nodes never refresh them. (The other index files apt fetches by
+# itself, and they count as fresh for an hour (FreshIndexMaxAge; default 27 s;
+# the node image's apt asks with Max-Age 3600 instead of its default 0): a test
+# run's nodes never refresh them. (The other index files apt fetches by
 # hash, which never change.)
 #
 # Env: DEBIAN_MIRROR (the upstream it fetches from, default deb.debian.org),
