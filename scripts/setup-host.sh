@@ -8,7 +8,7 @@
 #   util-linux      losetup: lab storage nodes get a sparse loop disk for Ceph OSDs
 #   apt-cacher-ng   the package cache of lab and Molecule nodes (scripts/apt-cache.sh)
 #   curl            warms that cache
-# Then starts the package cache.
+# Then, with CF_APT_CACHE=1, starts the package cache.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PACKAGES=(podman runc debootstrap openssh-client python3-venv uidmap slirp4netns util-linux apt-cacher-ng curl)
@@ -28,4 +28,8 @@ else
   apt-get install -y -q --no-install-recommends "${missing[@]}"
   echo "installed: ${missing[*]}"
 fi
-"$HERE/apt-cache.sh" start
+# The package cache is opt-in (CF_APT_CACHE=1): apt-cacher-ng 3.7 hangs an apt when
+# several nodes refresh one index file at once (scripts/apt-cache.sh), as a lab does.
+if [[ ${CF_APT_CACHE:-0} == 1 ]]; then
+  "$HERE/apt-cache.sh" start
+fi
