@@ -12,14 +12,13 @@
 #   scripts/apt-cache.sh status   exit 0 when it answers
 #   scripts/apt-cache.sh stop
 #
-# Warm: apt-cacher-ng 3.7 can fail one of two refreshes of the same index file
-# (InRelease) started in the same second ("Failure to move file ... out of the
-# way"), and the apt that asked then hangs; lab and Molecule nodes update their
-# lists at the same moment. So `start` fetches the suites' InRelease files
-# itself, and they count as fresh for an hour (FreshIndexMaxAge; default 27 s;
-# the node image's apt asks with Max-Age 3600 instead of its default 0): a test
-# run's nodes never refresh them. (The other index files apt fetches by
-# hash, which never change.)
+# Known problem, why setup-host.sh starts it only with CF_APT_CACHE=1:
+# apt-cacher-ng 3.7 can fail one of two refreshes of the same InRelease started
+# in the same second ("Failure to move file ... out of the way"), and the apt
+# that asked then hangs; the six nodes of a lab update their lists at once.
+# apt asks for index files with max-age=0, so neither the warm-up below nor
+# FreshIndexMaxAge keeps the nodes from refreshing (measured: every node's
+# request went upstream). They only make the first fetch of a run a single one.
 #
 # Env: DEBIAN_MIRROR (the upstream it fetches from, default deb.debian.org),
 #      DEBIAN_SECURITY_MIRROR (default deb.debian.org/debian-security),
@@ -46,7 +45,7 @@ warm() {  # fetch each suite's InRelease through the cache, one at a time
     curl -sf -o /dev/null --max-time 60 -x "http://127.0.0.1:$PORT" "$url" \
       || die 1 "the package cache could not fetch $url (log: /var/log/apt-cacher-ng/apt-cacher.err)"
   done
-  echo "package cache warm: the $SUITE index files are fresh for ${FRESH_INDEX_S}s"
+  echo "package cache warm: the $SUITE index files are cached"
 }
 
 start() {
