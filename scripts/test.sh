@@ -42,14 +42,29 @@ lint() {
   return $rc
 }
 
+# Each stack's Molecule time is summed and printed against the CI time its issue
+# allows it (seconds); the stack's unit tests and lab share come on top.
+declare -A STACK_SECONDS=()
+declare -A STACK_BUDGET=([nvidia]=480 [ascend]=480 [fabric]=240)
+stack_of() {
+  case $1 in
+    nvidia_* | cuda_toolkit | nccl | tensorrt | dcgm | gpudirect) echo nvidia ;;
+    ascend_* | cann | hccn | ppu) echo ascend ;;
+    rdma | ib_fabric | roce) echo fabric ;;
+    *) echo "$1" ;;
+  esac
+}
+
 molecule_all() {
-  local rc=0 role scen
+  local rc=0 role scen t0 stack
   for scen in roles/*/molecule/*/molecule.yml; do
     [[ -e $scen ]] || { echo "no Molecule scenarios"; return 0; }
     role=$(basename "$(dirname "$(dirname "$(dirname "$scen")")")")
     if [[ -n ${CF_MOLECULE_SCENARIOS:-} && " $CF_MOLECULE_SCENARIOS " != *" $role "* ]]; then continue; fi
+    t0=$SECONDS stack=$(stack_of "$role")
     run_part "molecule $role/$(basename "$(dirname "$scen")")" \
       bash -c "cd roles/$role && molecule test -s $(basename "$(dirname "$scen")")" || rc=1
+    STACK_SECONDS[$stack]=$((${STACK_SECONDS[$stack]:-0} + SECONDS - t0))
   done
   return $rc
 }
@@ -67,6 +82,10 @@ wants lab && run_part "lab integration" pytest -q -m lab tests/integration
 printf '\n===== timings\n'
 printf '%s\n' "${TIMINGS[@]}"
 printf '%-28s %5ds\n' "total" $((SECONDS - T_START))
+for stack in "${!STACK_SECONDS[@]}"; do
+  printf 'stack %-22s %5ds  Molecule%s\n' "$stack" "${STACK_SECONDS[$stack]}" \
+    "${STACK_BUDGET[$stack]:+ (CI budget of the stack: ${STACK_BUDGET[$stack]} s, with its unit and lab share)}"
+done
 if ((${#FAILED[@]})); then
   printf 'FAILED: %s\n' "${FAILED[*]}"
   exit 1

@@ -14,6 +14,9 @@
 #   --sku NAME           the node's SKU, written to meta.json
 #   --full               also run `dcgmi diag -r 2 -j` (minutes; needed for level full)
 #   --hccn-devices "0 1" NPU NIC device ids for hccn_tool (default: one per NPU chip)
+#   --roce-interfaces "IF1 IF2"
+#                        RoCE netdevs: `mlnx_qos -i IF` and their RoCE sysfs (default: none;
+#                        name the node's fabric_roce_interfaces to validate roce.qos)
 #   --timeout SECONDS    per-command limit (default 60; dcgmi gets 1200)
 #   --no-tar             do not pack DIR.tar.gz
 #
@@ -40,8 +43,15 @@
 #   df-P-k-root.txt                   df -P -k /
 #   proc-mounts.txt                   /proc/self/mounts
 #   proc-driver-nvidia-version.txt    /proc/driver/nvidia/version
+#   proc-modules.txt                  /proc/modules                 (nvidia_peermem for gpu.peermem)
+#   ip-j-addr-show.json               ip -j addr show               (IPoIB interfaces for ib.ipoib)
 #   etc-os-release.txt                /etc/os-release
 #   sys/class/infiniband/...          the HCA sysfs attributes (files only)
+#   mlnx_qos-<IF>.txt                 mlnx_qos -i IF                (--roce-interfaces, each IF)
+#   sys/class/net/<IF>/...            mtu, ecn/roce_np/enable/<P>, ecn/roce_rp/enable/<P>,
+#                                     ecn/roce_np/cnp_dscp, device/infiniband/<IBDEV>/ (empty dir)
+#   sys/class/infiniband/<IBDEV>/...  tc/1/traffic_class, ports/1/gid_attrs/types/<N>, ports/1/gids/<N>
+#   sys/kernel/config/rdma_cm/<IBDEV>/ports/1/default_roce_tos      (--roce-interfaces)
 #   meta.json                         hostname, node_sku, captured_at, kernel, level
 # A command that failed or printed to stderr leaves <file>.err: first line `rc: N`
 # (127: the tool is not installed, 124: it timed out), then its stderr.
@@ -53,6 +63,7 @@ OUT=""
 SKU=""
 FULL=0
 HCCN_DEVICES=""
+ROCE_INTERFACES=""
 TIMEOUT=60
 TAR=1
 ROOT=${CF_CAPTURE_ROOT:-}
@@ -66,6 +77,7 @@ while (($#)); do
     --sku) SKU=${2:?}; shift 2 ;;
     --full) FULL=1; shift ;;
     --hccn-devices) HCCN_DEVICES=${2:?}; shift 2 ;;
+    --roce-interfaces) ROCE_INTERFACES=${2:?}; shift 2 ;;
     --timeout) TIMEOUT=${2:?}; shift 2 ;;
     --no-tar) TAR=0; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -75,6 +87,10 @@ done
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds, got $TIMEOUT" "e.g. --timeout 60"
 for id in $HCCN_DEVICES; do
   [[ $id =~ ^[0-9]+$ ]] || die "--hccn-devices must list device numbers, got '$id'" 'e.g. --hccn-devices "0 1 2 3"'
+done
+for iface in $ROCE_INTERFACES; do  # a kernel netdev name (at most 15 characters), never a path
+  [[ $iface =~ ^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$ ]] \
+    || die "--roce-interfaces must list netdev names, got '$iface'" 'e.g. --roce-interfaces "enp24s0np0 enp64s0np0" (ip -br link)'
 done
 
 # Vendor tools often live outside a login PATH (Ascend's hccn_tool in particular).
@@ -133,6 +149,34 @@ copy_infiniband() {  # the HCA attributes validation reads, plus port counters f
   done
 }
 
+copy_rel() {  # copy_rel PATH: the sysfs/configfs file ROOT/PATH to OUT/PATH, only when it reads
+  local src=$ROOT/$1 dest=$OUT/$1
+  [[ -f $src && -r $src ]] || return 0
+  mkdir -p "${dest%/*}"
+  if cat "$src" >"$dest.tmp" 2>/dev/null; then mv "$dest.tmp" "$dest"; else rm -f "$dest.tmp"; fi
+}
+
+copy_roce() {  # copy_roce IF: the RoCE attributes cfcore/roce.py read_sysfs reads for one netdev
+  local net=sys/class/net/$1 ibdev rel file
+  copy_rel "$net/mtu"
+  for rel in "$ROOT/$net"/ecn/roce_np/enable/* "$ROOT/$net"/ecn/roce_rp/enable/*; do
+    [[ -f $rel ]] && copy_rel "${rel#"$ROOT/"}"
+  done
+  copy_rel "$net/ecn/roce_np/cnp_dscp"
+  [[ -d $ROOT/$net/device/infiniband ]] || return 0
+  for ibdev in "$ROOT/$net"/device/infiniband/*; do
+    [[ -d $ibdev ]] || continue
+    ibdev=${ibdev##*/}
+    mkdir -p "$OUT/$net/device/infiniband/$ibdev"  # the netdev's IB device: an empty directory
+    copy_rel "sys/class/infiniband/$ibdev/tc/1/traffic_class"
+    for file in "$ROOT/sys/class/infiniband/$ibdev"/ports/1/gid_attrs/types/* \
+      "$ROOT/sys/class/infiniband/$ibdev"/ports/1/gids/*; do
+      [[ -f $file ]] && copy_rel "${file#"$ROOT/"}"
+    done
+    copy_rel "sys/kernel/config/rdma_cm/$ibdev/ports/1/default_roce_tos"
+  done
+}
+
 npu_ids() {  # NPU ids: rows "| <id> <name> | <health> |" of the npu-smi info table (chip rows hold a bus id)
   awk -F'|' '/Process id/ {exit}
     NF > 3 && $3 !~ /[0-9A-Fa-f]+:[0-9A-Fa-f][0-9A-Fa-f]:/ { split($2, a, " "); if (a[1] ~ /^[0-9]+$/ && a[2] != "") print a[1] }' \
@@ -151,6 +195,7 @@ capture nvidia-smi-nvlink-s.txt "$TIMEOUT" nvidia-smi nvlink -s
 capture systemctl-is-active-nvidia-fabricmanager.txt "$TIMEOUT" systemctl is-active nvidia-fabricmanager
 capture modinfo-license-nvidia.txt "$TIMEOUT" modinfo -F license nvidia
 copy_file "$ROOT/proc/driver/nvidia/version" proc-driver-nvidia-version.txt
+copy_file "$ROOT/proc/modules" proc-modules.txt
 if ((FULL)); then
   capture dcgmi-diag-r2.json 1200 dcgmi diag -r 2 -j
 fi
@@ -165,6 +210,12 @@ done
 # HCAs
 capture ibstat.txt "$TIMEOUT" ibstat
 copy_infiniband
+capture ip-j-addr-show.json "$TIMEOUT" ip -j addr show
+# RoCE: the QoS and sysfs of each named netdev (roce.qos)
+for iface in $ROCE_INTERFACES; do
+  capture "mlnx_qos-$iface.txt" "$TIMEOUT" mlnx_qos -i "$iface"
+  copy_roce "$iface"
+done
 # Ascend
 if capture npu-smi-info.txt "$TIMEOUT" npu-smi info; then
   for npu in $(npu_ids); do

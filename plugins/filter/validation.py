@@ -2,7 +2,9 @@
 
 cf_validation_expected: a host's `node_validate` parameters (the SKU spec from
 the catalog with the site's overrides, the BOM, required mounts, the NPU NIC
-plan, sysfs root, checks to skip, the planned OS release) from its variables.
+plan, sysfs root, checks to skip or to run only, the planned OS release, and
+the fabric plan: the IPoIB interfaces, the raw fabric_roce_* values,
+peermem_required) from its variables.
 The CLI's pre-flight and `--from-capture` call the same function
 (cfcore.expected.build_expected), so the playbook and the CLI can never
 disagree on what a node should look like. Everything it needs is part of the

@@ -11,7 +11,8 @@ description:
   - Runs the vendor tools of the node's SKU once each (nvidia-smi, dmesg, lspci, ibstat,
     npu-smi, hccn_tool, systemctl) and checks accelerator count and model, driver version
     against the BOM, PCIe links, NVLink, fabric manager, persistence mode, fatal Xids,
-    ECC/retired pages/remapped rows, MIG, HCA ports and rates, NPU health, firmware
+    ECC/retired pages/remapped rows, MIG, C(nvidia_peermem), HCA link layers, ports and rates,
+    planned IPoIB interfaces (C(ip -j addr show)), the RoCE QoS plan, NPU health, firmware
     compatibility and NIC state; and on every node (with accelerators or not) required
     mounts, time synchronisation, free space on C(/) and the OS release.
   - Each check result has an C(id), a C(status) (pass, warn, fail, error, skip), a
@@ -68,6 +69,33 @@ options:
     description: Free space on C(/) below which C(node.root_fs) fails (below twice this it warns).
     type: float
     default: 10.0
+  ipoib_interfaces:
+    description:
+      - The IPoIB plan (C(fabric_ipoib_interfaces)), one C({name, address, mtu, parent, pkey, mode}) per
+        interface; C(address) is IPv4/prefix, C(mtu) defaults to 2044 (datagram) or 65520 (connected),
+        C(pkey) (0x0001-0x7fff, with C(parent)) makes a partition child named C(<parent>.<pkey|0x8000>).
+      - Empty, C(ib.ipoib) is skipped.
+    type: list
+    elements: dict
+    default: []
+  roce:
+    description:
+      - The RoCE plan as the raw C(fabric_roce_*) values C({interfaces, trust, pfc_priority, dscp, cnp_dscp,
+        ecn, mtu, gid_index}), normalized on the node by C(cfcore.roce.normalize_plan).
+      - Unset, C(roce.qos) is skipped.
+    type: dict
+  peermem_required:
+    description:
+      - Whether C(nvidia_peermem) (GPUDirect RDMA) must be loaded (C(gpu.peermem)).
+      - Unset, it is required on NVIDIA SKUs with compute-fabric HCAs.
+    type: bool
+  only_checks:
+    description:
+      - Run only these check ids (C(area.*) names an area, e.g. C(ib.*)); the others are reported as
+        skipped, and an area with none of them is not collected at all.
+      - Unset, every check runs.
+    type: list
+    elements: str
   capture_dir:
     description:
       - Validate a directory written by C(tools/cf-capture.sh) instead of running the tools.
@@ -164,6 +192,10 @@ ARGUMENT_SPEC = {
     "capture_dir": {"type": "path"},
     "os_release": {"type": "str"},
     "root_min_free_gib": {"type": "float", "default": 10.0},
+    "ipoib_interfaces": {"type": "list", "elements": "dict", "default": []},
+    "roce": {"type": "dict"},
+    "peermem_required": {"type": "bool"},
+    "only_checks": {"type": "list", "elements": "str"},
 }
 EXPECTED_KEYS = (
     "node_sku",
@@ -175,6 +207,10 @@ EXPECTED_KEYS = (
     "skip_checks",
     "os_release",
     "root_min_free_gib",
+    "ipoib_interfaces",
+    "roce",
+    "peermem_required",
+    "only_checks",
 )
 
 

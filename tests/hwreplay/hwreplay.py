@@ -2,7 +2,9 @@
 """hwreplay: replays vendor hardware tools on lab and Molecule nodes (tests only).
 
 Installed as /usr/local/lib/hwreplay/hwreplay.py. `hwreplay profile set` puts
-nvidia-smi, npu-smi, hccn_tool, ibstat, lspci and dmesg shims into
+nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, dmesg, modinfo and mlnx_qos shims
+(each where the profile's hardware has it; mlnx_qos is stateful and never
+pre-rendered) into
 /usr/local/bin (ppu-smi into /opt/hwreplay/bin: the PPU SDK brings it onto
 PATH): they print pre-rendered answers of the commands node validation
 runs and hand anything else to this program with HWREPLAY_TOOL=<tool> set. Run

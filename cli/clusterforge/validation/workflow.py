@@ -1,7 +1,8 @@
 """The two ways to validate: a fleet through Ansible, or one node from a capture.
 
-Both end the same way (`finish`): fleet outliers, one report, every report
-file written, the chosen format on stdout, exit 3 when any node is unhealthy.
+Both end the same way (`finish`): fleet outliers and fleet rules (cfcore/fleet.py:
+`fleet.hca_firmware`), one report, every report file written, the chosen format
+on stdout, exit 3 when any node is unhealthy.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import yaml
 from cfcore.expected import InvalidExpectation, SkuResolver, inputs_of
 from cfcore.expected import build_expected as _build_expected
 from cfcore.files import UnsafeFile, read_text
+from cfcore.fleet import apply as apply_fleet_rule
+from cfcore.fleet import hca_firmware
 from cfcore.inputs import is_template
 from cfcore.versions import FORMATS as BOM_FORMATS
 from cfcore.versions import format_problem
@@ -105,7 +108,12 @@ def validate_fleet(
     inventory = load_inventory(inventory_path, limit, allow_scripts=allow_scripts)
     node_skus = preflight(inventory)
     prepare_out_dir(output.out_dir)
-    extravars: dict[str, Any] = {"validate_level": level, "validate_block_on_fail": False}
+    # The playbook's own fleet-rule task is for plain ansible-playbook runs: finish() applies the rule here.
+    extravars: dict[str, Any] = {
+        "validate_level": level,
+        "validate_block_on_fail": False,
+        "validate_fleet_rules": False,
+    }
     if skip_checks:
         extravars["validate_extra_skip_checks"] = skip_checks
 
@@ -394,9 +402,13 @@ def finish(
     quarantine: QuarantineOptions | None = None,
     rerun_hint: str = "after fixing, rerun with --limit",
 ) -> None:
-    """Outliers, the table, quarantine, report files, stdout, and the exit verdict."""
+    """Outliers and fleet rules, the table, quarantine, report files, stdout, and the exit verdict."""
     outliers = find_outliers(results)
     apply_outliers(results, outliers)
+    # Fleet rules: warn checks (fleet.hca_firmware) on the nodes off their SKU's majority, like outliers.
+    rules = hca_firmware(results)
+    apply_fleet_rule(results, rules)
+    outliers.notes.extend(rules["notes"])
     run_meta = {**run_meta, "finished": utc_now(), "duration_s": round(time.monotonic() - clock, 3)}
     summary = summarise(results)
     if output.fmt == "table":  # before quarantine: the operator sees why nodes are being drained

@@ -34,6 +34,8 @@ The capture layout (one file per command, `CAPTURE_LAYOUT` below):
     proc-mounts.txt                    /proc/self/mounts
     proc-driver-nvidia-version.txt     /proc/driver/nvidia/version
     etc-os-release.txt                 /etc/os-release
+    ip-j-addr-show.json                ip -j addr show   (IPoIB interfaces, when planned)
+    proc-modules.txt                   /proc/modules   (nvidia_peermem)
     sys/class/infiniband/...           the HCA sysfs tree (files only)
     meta.json                          {"hostname", "node_sku", "captured_at", ...}
 
@@ -115,6 +117,7 @@ CAPTURE_LAYOUT = (
     (("hccn_tool", "-i", "{n}", "-net_health", "-g"), "hccn-{n}-net_health.txt"),
     (("ppu-smi", "-L"), "ppu-smi-L.txt"),
     (("ppu-smi", "-q"), "ppu-smi-q.txt"),
+    (("ip", "-j", "addr", "show"), "ip-j-addr-show.json"),
 )
 # Kinds whose empty output is a legitimate empty result: a kernel log ring buffer can be empty.
 EMPTY_RESULTS = {"xid": {"events": []}}
@@ -123,6 +126,7 @@ FILE_LAYOUT = {
     "/proc/self/mounts": "proc-mounts.txt",
     "/proc/driver/nvidia/version": "proc-driver-nvidia-version.txt",
     "/etc/os-release": "etc-os-release.txt",
+    "/proc/modules": "proc-modules.txt",
 }
 
 

@@ -10,7 +10,9 @@ disagree:
       {"node_sku": "hgx-h100-8gpu", "sku": {...catalog spec...}, "bom": {...},
        "required_mounts": ["/mnt/jfs"], "hccn_devices": [{id, address, netmask, ...}],
        "sysfs_root": "/", "skip_checks": ["gpu.mig"], "os_release": "debian 12",
-       "root_min_free_gib": 10}
+       "root_min_free_gib": 10, "ipoib_interfaces": [{name, address, ...}],
+       "roce": {interfaces, trust, pfc_priority, ...} or None, "peermem_required": None,
+       "only_checks": None}
 
   checking each input once (docs/design.md names the variables).
 - `normalize(expected)` (node: `node_validate`, and `build_expected` itself)
@@ -22,11 +24,15 @@ Bad input raises InvalidExpectation naming the host, the variable and the fix.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 
 from . import catalog
 from .checks import CHECK_IDS
 from .inputs import InputError, is_template
+from .ipoib import VARIABLE as IPOIB_VARIABLE
+from .ipoib import normalize_interfaces
+from .roce import normalize_plan as normalize_roce_plan
 from .versions import format_problem
 
 BOM_VARIABLES = (
@@ -44,6 +50,9 @@ BOM_VARIABLES = (
 DEFAULT_MOUNT_GROUPS = ("gpu_nvidia", "npu_ascend", "npu_ppu", "slurm_workers", "k8s_workers")
 # Below this much free space on / a node fails node.root_fs (twice this: warn).
 DEFAULT_ROOT_MIN_FREE_GIB = 10.0
+# The RoCE plan's parts: the inventory's fabric_roce_<key> variables (docs/design.md, High-speed
+# fabric), passed raw as node_validate's `roce` and normalized once by cfcore.roce.normalize_plan.
+ROCE_KEYS = ("interfaces", "trust", "pfc_priority", "dscp", "cnp_dscp", "ecn", "mtu", "gid_index")
 # Every variable build_expected reads (besides `group_names`).
 INPUT_VARIABLES = (
     "node_sku",
@@ -57,6 +66,10 @@ INPUT_VARIABLES = (
     "sysfs_root",
     "validate_sysfs_root",
     "validate_skip_checks",
+    "validate_only_checks",
+    "validate_peermem_required",
+    IPOIB_VARIABLE,
+    *(f"fabric_roce_{key}" for key in ROCE_KEYS),
 )
 SKU_FIX = (
     "fix the SKU in plugins/module_utils/cfcore/data/skus.yml or the inventory's clusterforge_sku_catalog"
@@ -127,12 +140,24 @@ def build_expected(host: str, hostvars: dict, resolver: SkuResolver | None = Non
         "skip_checks": _string_list(host, hostvars, "validate_skip_checks"),
         "os_release": hostvars.get("os_release"),
         "root_min_free_gib": hostvars.get("validate_root_min_free_gib", DEFAULT_ROOT_MIN_FREE_GIB),
+        "ipoib_interfaces": hostvars.get(IPOIB_VARIABLE) or [],
+        "roce": roce_values(hostvars),
+        "peermem_required": hostvars.get("validate_peermem_required"),
+        "only_checks": hostvars.get("validate_only_checks"),
     }
     try:
         normalize(expected)
     except InvalidExpectation as err:
         raise InvalidExpectation(f"host {host}: {err.message}", err.fix) from None
     return expected
+
+
+def roce_values(hostvars: dict):
+    """node_validate's `roce`: the raw fabric_roce_* values; None where the host plans no RoCE interface."""
+    if not hostvars.get("fabric_roce_interfaces"):
+        return None
+    values = {key: hostvars.get(f"fabric_roce_{key}") for key in ROCE_KEYS}
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def _bom(host: str, hostvars: dict) -> dict:
@@ -221,6 +246,10 @@ def normalize(expected: dict) -> dict:
             "leave it unset (the node's /) unless the node's sysfs is mounted elsewhere",
         )
     accel = sku["accelerator"]
+    try:
+        ipoib = normalize_interfaces(expected.get("ipoib_interfaces"))
+    except InputError as err:
+        raise InvalidExpectation(err.message, err.fix) from None
     return {
         "node_sku": node_sku,
         "sku": sku,
@@ -236,7 +265,64 @@ def normalize(expected: dict) -> dict:
         "skip_checks": list(skip),
         "os_release": _os_release(expected.get("os_release")),
         "root_min_free_gib": _root_min_free(expected.get("root_min_free_gib", DEFAULT_ROOT_MIN_FREE_GIB)),
+        "ipoib_interfaces": ipoib,
+        "roce": _roce(expected.get("roce")),
+        "peermem_required": _peermem_required(expected.get("peermem_required"), accel, sku["hca"]),
+        "only_checks": only_checks(expected.get("only_checks")),
     }
+
+
+def _roce(values):
+    """The RoCE plan normalized by cfcore.roce (one implementation), or None when nothing is planned."""
+    if values is None or values == {}:
+        return None
+    if not isinstance(values, dict):
+        raise InvalidExpectation(
+            f"roce must be a mapping of the fabric_roce_* values or null, got {type(values).__name__}",
+            "set fabric_roce_interfaces (and the other fabric_roce_* variables) in the inventory",
+        )
+    try:
+        return normalize_roce_plan(values)
+    except InputError as err:
+        raise InvalidExpectation(err.message, err.fix) from None
+
+
+def _peermem_required(value, accel, hca) -> bool:
+    """Explicit, else: NVIDIA GPUs and compute HCAs on the node (GPUDirect RDMA)."""
+    if value is None:
+        return bool(accel and accel.get("vendor") == "nvidia" and hca)
+    if not isinstance(value, bool):
+        raise InvalidExpectation(
+            f"validate_peermem_required must be true, false or unset, got {value!r}",
+            "leave it unset (required on NVIDIA SKUs with compute HCAs) or write true/false",
+        )
+    return value
+
+
+def only_checks(value):
+    """None (every check), or the check ids named, in CHECK_IDS order; `area.*` names every id of an area."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(c, str) and c for c in value):
+        raise InvalidExpectation(
+            f"validate_only_checks must be a non-empty list of check ids or null, got {value!r}",
+            "e.g. validate_only_checks: [ib.port_state, 'roce.*'], or leave it unset to run every check",
+        )
+    chosen = set()
+    unknown = []
+    for name in value:
+        matches = [
+            c for c in CHECK_IDS if c == name or (name.endswith(".*") and fnmatch.fnmatchcase(c, name))
+        ]
+        if not matches:
+            unknown.append(name)
+        chosen.update(matches)
+    if unknown:
+        raise InvalidExpectation(
+            f"validate_only_checks names unknown check ids {', '.join(unknown)}",
+            f"use ids (or 'area.*') of: {', '.join(CHECK_IDS)}",
+        )
+    return [c for c in CHECK_IDS if c in chosen]
 
 
 def _hccn_devices(plan) -> list:

@@ -5,9 +5,13 @@ already collected; `discover(source, sysfs_root)` is the `accelerator_facts`
 module's entry point: it needs no SKU, tries the vendor tools that exist, and
 looks at the PCI bus so a node whose driver is missing still shows its devices.
 
+`hcas[].compute` says whether the CA is one of the SKU's compute-fabric HCAs
+(cfcore.checks.infiniband.compute_cas), None where no SKU is known (discover):
+the fleet rule `fleet.hca_firmware` (cfcore/fleet.py) compares those only.
+
     {"vendor": "nvidia" | "huawei" | None, "accelerator_count", "accelerator_models",
      "driver_version", "cuda_version", "firmware_versions", "kernel_module_flavour",
-     "gpus": [...], "npus": [...], "hca_count", "hcas": [...],
+     "gpus": [...], "npus": [...], "hca_count", "hcas": [{name, type, firmware, compute, ports}],
      "pci_accelerators": {"nvidia": 8}, "tools": {"nvidia-smi": "ok", ...}}
 """
 
@@ -17,6 +21,7 @@ import os
 
 from .checks.ascend import chips_of, npu_ids
 from .checks.common import field
+from .checks.infiniband import compute_cas
 from .checks.nvidia import gpus_of, kernel_module_flavour
 from .collect import Collector
 
@@ -36,15 +41,22 @@ def _npu(chip: dict) -> dict:
     return {key: chip.get(key) for key in keys}
 
 
-def _hca(ca: dict) -> dict:
+def _hca(ca: dict, compute) -> dict:
     ports = [
         {key: port.get(key) for key in ("port", "state", "physical_state", "rate_gbps", "link_layer")}
         for port in ca.get("ports") or []
     ]
-    return {"name": ca.get("name"), "type": ca.get("type"), "firmware": ca.get("firmware"), "ports": ports}
+    return {
+        "name": ca.get("name"),
+        "type": ca.get("type"),
+        "firmware": ca.get("firmware"),
+        "compute": compute,
+        "ports": ports,
+    }
 
 
-def node_facts(vendor, smi=None, npu=None, boards=None, hcas=None, flavour=None) -> dict:
+def node_facts(vendor, smi=None, npu=None, boards=None, hcas=None, flavour=None, hca=None) -> dict:
+    """`hca`: the SKU's compute-fabric spec, to mark the compute HCAs (None: unknown, `compute` is None)."""
     facts: dict = {
         "vendor": vendor,
         "accelerator_count": 0,
@@ -85,7 +97,8 @@ def node_facts(vendor, smi=None, npu=None, boards=None, hcas=None, flavour=None)
     if hcas is not None and hcas.usable:
         cas = (hcas.data or {}).get("cas") or []
         facts["hca_count"] = len(cas)
-        facts["hcas"] = [_hca(ca) for ca in cas]
+        chosen = {id(ca) for ca in compute_cas(hcas, hca)} if hca else None
+        facts["hcas"] = [_hca(ca, None if chosen is None else id(ca) in chosen) for ca in cas]
     return facts
 
 

@@ -11,7 +11,8 @@ API (used by the `node_validate` module and `clusterforge validate --from-captur
 `source`: `LiveSource()` (run the tools here) or `CaptureSource(dir)` (a
 directory written by tools/cf-capture.sh; nothing runs). `expected`:
 {"node_sku", "sku", "bom", "required_mounts", "hccn_devices", "sysfs_root",
-"skip_checks"} as docs/design.md describes; a malformed one raises
+"skip_checks", "os_release", "root_min_free_gib", "ipoib_interfaces", "roce",
+"peermem_required", "only_checks"} as docs/design.md describes; a malformed one raises
 InvalidExpectation (a ValueError) whose message names the variable and the fix.
 `level`: "quick" (seconds) or "full" (adds `dcgmi diag -r 2`, minutes).
 `check_mode`: Ansible's check mode: nothing that loads the GPUs runs, so
@@ -20,6 +21,10 @@ InvalidExpectation (a ValueError) whose message names the variable and the fix.
 The result is the `node_result` dict of docs/design.md: host, node_sku, level,
 status (fail > error > warn > pass; skip only if every check skipped), checks
 (one per check id, in a fixed order), metrics, facts, collected_at, duration_s.
+With `only_checks` (a fabric-only run of playbooks/fabric.yml) the other checks
+are listed as `skip` ("not in only_checks") and do not run at all where a whole
+area (accelerator, fabric, node) is left out: the status is that of the checks
+that ran, and the report still shows what was not checked.
 An unhealthy node is a result, never an exception: a parser or check that fails
 on input it did not foresee makes that check `error` (with the command, the file
 and the exception as evidence) and every other check still runs.
@@ -27,27 +32,33 @@ and the exception as evidence) and every other check still runs.
 
 from __future__ import annotations
 
+import os
 import time
 
 from .checks import (
     CHECK_IDS,
+    FABRIC_CHECKS,
     GPU_CHECKS,
     GPU_FULL_CHECKS,
-    IB_CHECKS,
     NODE_CHECKS,
     NPU_CHECKS,
     PPU_CHECKS,
     ascend,
     dcgm,
+    gpudirect,
     infiniband,
     nvidia,
     ppu,
+    roce,
 )
 from .checks import node as node_checks
 from .checks.common import as_int, crashed, unavailable
 from .collect import Collector
 from .expected import InvalidExpectation, normalize
 from .facts import node_facts
+from .files import UnsafeFile, confined
+from .ipoib import IP_ADDR
+from .outputs import Output
 from .results import skipped, worst
 
 LEVELS = ("quick", "full")
@@ -62,6 +73,8 @@ FABRIC_MANAGER = (("systemctl", "is-active", "nvidia-fabricmanager"), None)
 MODINFO = (("modinfo", "-F", "license", "nvidia"), None)
 DCGM_DIAG = ("dcgmi", "diag", "-r", "2", "-j")
 IBSTAT = (("ibstat",), "ibstat")
+IP_ADDR_SHOW = (IP_ADDR, None)  # JSON, read by cfcore.ipoib.parse_ip_addr
+PROC_MODULES = "/proc/modules"
 NPU_SMI = (("npu-smi", "info"), "npu-smi-info")
 PPU_SMI_LIST = (("ppu-smi", "-L"), "ppu-smi-list")
 PPU_SMI_Q = (("ppu-smi", "-q"), "ppu-smi-q")
@@ -99,6 +112,9 @@ def validate_node(source, expected: dict, level: str = "quick", check_mode: bool
     exp = normalize(expected)
     run = _NodeRun(source, exp, level, check_mode)
     checks = run.checks()
+    only = exp["only_checks"]
+    if only is not None:
+        checks = [check if check["id"] in only else skipped(check["id"], run.not_chosen) for check in checks]
     skip = set(exp["skip_checks"])
     checks = [
         skipped(check["id"], "skipped by skip_checks") if check["id"] in skip else check for check in checks
@@ -131,18 +147,26 @@ class _NodeRun:
         self.metrics: dict = {}
         self.metrics_errors: list = []
         self._outputs: dict = {}
+        self.only = exp["only_checks"]
+        shown = ", ".join((self.only or [])[:6]) + (", ..." if len(self.only or []) > 6 else "")
+        self.not_chosen = f"not in only_checks (this run checks only {shown})"
+
+    def _wanted(self, ids) -> bool:
+        """Whether any of `ids` is to run (only_checks); an area with none is not collected at all."""
+        return self.only is None or any(check_id in self.only for check_id in ids)
 
     # -- collection -----------------------------------------------------------------
 
     def _first_requests(self) -> list[tuple]:
-        requests = [CHRONY]
-        if self.vendor == "nvidia":
+        requests = [CHRONY] if self._wanted(NODE_CHECKS) else []
+        vendor = self.vendor if self._wanted(GPU_CHECKS + GPU_FULL_CHECKS + NPU_CHECKS + PPU_CHECKS) else None
+        if vendor == "nvidia":
             requests += [NVIDIA_SMI_XML, DMESG, LSPCI_NVIDIA]
             if self.accel.get("nvlink_links_per_device"):
                 requests.append(NVLINK)
             if str(self.accel.get("interconnect") or "").lower() == "nvswitch":
                 requests.append(FABRIC_MANAGER)
-        if self.vendor == "huawei":
+        elif vendor == "huawei":
             requests.append(NPU_SMI)
             for device in self._planned_nics():
                 requests += [
@@ -150,10 +174,13 @@ class _NodeRun:
                     _hccn(device, "-link", "hccn-link"),
                     _hccn(device, "-net_health", "hccn-net-health"),
                 ]
-        if self.vendor == "alibaba":
+        elif vendor == "alibaba":
             requests += [PPU_SMI_LIST, PPU_SMI_Q]
-        if self.exp["hca"]:
-            requests.append(IBSTAT)
+        if self._wanted(FABRIC_CHECKS):
+            if self.exp["hca"]:
+                requests.append(IBSTAT)
+            if self.exp["ipoib_interfaces"]:
+                requests.append(IP_ADDR_SHOW)
         return requests
 
     def _planned_nics(self) -> list[int]:
@@ -198,10 +225,14 @@ class _NodeRun:
         by_id: dict = {}
         groups = (
             (self._accelerator_checks, GPU_CHECKS + GPU_FULL_CHECKS + NPU_CHECKS + PPU_CHECKS),
-            (self._fabric_checks, IB_CHECKS),
+            (self._fabric_checks, FABRIC_CHECKS),
             (self._node_checks, NODE_CHECKS),
         )
         for group, ids in groups:
+            if not self._wanted(ids):
+                for check_id in ids:
+                    by_id[check_id] = skipped(check_id, self.not_chosen)
+                continue
             try:
                 results = group()
             except Exception as exc:  # outside any one check (collection, ids): this group's checks err
@@ -265,6 +296,7 @@ class _NodeRun:
             check("gpu.model", nvidia.gpu_model, smi, accel),
             check("gpu.driver_version", nvidia.gpu_driver_version, smi, accel, bom),
             check("gpu.kernel_modules", nvidia.gpu_kernel_modules, proc_version, modinfo, accel),
+            check("gpu.peermem", gpudirect.gpu_peermem, *self._peermem_inputs()),
             check("gpu.pcie_link", nvidia.gpu_pcie_link, smi, accel, lspci),
             check("gpu.nvlink", nvidia.gpu_nvlink, nvlink, smi, accel),
             check("gpu.fabric_manager", nvidia.gpu_fabric_manager, fabric_manager, accel, smi),
@@ -286,6 +318,8 @@ class _NodeRun:
             return skipped("gpu.dcgm_diag", "dcgmi diag -r 2 runs only at level full")
         if "gpu.dcgm_diag" in self.exp["skip_checks"]:
             return skipped("gpu.dcgm_diag", "dcgmi diag -r 2 skipped by skip_checks")
+        if not self._wanted(("gpu.dcgm_diag",)):
+            return skipped("gpu.dcgm_diag", self.not_chosen)
         if self.check_mode:
             return skipped(
                 "gpu.dcgm_diag",
@@ -294,6 +328,31 @@ class _NodeRun:
             )
         diag = self.collector.run(DCGM_DIAG, None, DCGM_TIMEOUT_S)
         return self._check("gpu.dcgm_diag", dcgm.gpu_dcgm_diag, diag)
+
+    def _peermem_inputs(self) -> tuple:
+        """(module dir, /proc/modules, required, why not): what gpudirect.gpu_peermem reads."""
+        if not self.exp["peermem_required"]:
+            why = (
+                f"SKU {self.exp['node_sku']} has no compute-fabric HCAs: nvidia_peermem is not required"
+                if not self.exp["hca"]
+                else "peermem_required is false for this node"
+            )
+            return None, None, False, why
+        root = self.source.sysfs_root(self.exp["sysfs_root"])
+        path = os.path.join(root, "sys", "module", "nvidia_peermem")
+        capture = self.source.kind == "capture"
+        command = f"test -d {path}"
+        try:
+            if capture:
+                confined(path, self.source.path)
+            present = os.path.isdir(path)
+        except (UnsafeFile, OSError) as exc:
+            module = Output(command, "refused", error=str(exc))
+        else:
+            data = {"present": present, "path": path, "live": not capture}
+            module = Output(command, "ok", data=data, file="sys/module/nvidia_peermem" if capture else None)
+        proc_modules = None if module.ok and present else self.collector.read(PROC_MODULES)
+        return module, proc_modules, True, ""
 
     def _ascend(self) -> list[dict]:
         accel, bom, npu_nics = self.accel, self.exp["bom"], self.exp["npu_nics"]
@@ -374,11 +433,26 @@ class _NodeRun:
         if hcas is not None:
             self._metrics(infiniband.metrics, hcas, hca)
         check = self._check
+        interfaces = self.exp["ipoib_interfaces"]
+        ip_addr = self._run(IP_ADDR_SHOW) if interfaces else None
         return [
             check("ib.hca_count", infiniband.ib_hca_count, hcas, hca),
+            check("ib.link_layer", infiniband.ib_link_layer, hcas, hca),
             check("ib.port_state", infiniband.ib_port_state, hcas, hca),
             check("ib.port_rate", infiniband.ib_port_rate, hcas, hca),
+            check("ib.ipoib", infiniband.ib_ipoib, ip_addr, interfaces),
+            self._roce_qos(),
         ]
+
+    def _roce_qos(self) -> dict:
+        plan = self.exp["roce"]
+        if not plan:
+            return skipped("roce.qos", "no RoCE interface planned (fabric_roce_interfaces)")
+        try:
+            observed = roce.collect(self.collector, plan, self.source.sysfs_root(self.exp["sysfs_root"]))
+        except Exception as exc:  # collecting the RoCE state must cost roce.qos only
+            return crashed("roce.qos", exc)
+        return self._check("roce.qos", roce.roce_qos, observed, plan)
 
     def _node_checks(self) -> list[dict]:
         """Checks of every node, with accelerators or without."""
@@ -415,6 +489,7 @@ class _NodeRun:
                 boards=self._outputs.get("boards"),
                 hcas=self._outputs.get("hcas"),
                 flavour=self._outputs.get("flavour"),
+                hca=self.exp["hca"],
             )
         except Exception as exc:  # facts describe the node; failing to build them must not lose its checks
             facts = node_facts(self.vendor)

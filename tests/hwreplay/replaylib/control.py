@@ -18,10 +18,10 @@ import sys
 import time
 
 from . import installed as packages
-from . import prerender, shims
+from . import prerender, roce, shims
 from .ascend_installed import nic_device_id
 from .common import PROGRAM, Context, ReplayError
-from .infiniband import sysfs_files
+from .infiniband import PEERMEM_DIR, sysfs_files
 from .profiles import active_profile, list_profiles, load_raw, read_overrides, resolve
 from .tools import TOOLS, installed, installed_tools, tool_path
 
@@ -111,23 +111,31 @@ def sync_tool_shims(ctx: Context, profile: dict) -> list:
 
 
 def sync_sysfs(ctx: Context, profile: dict) -> list:
-    """Make <sysroot>/sys/class/infiniband hold exactly the profile's files."""
+    """Make <sysroot>/sys/class/infiniband (and the RoCE subtrees) hold exactly the profile's files.
+
+    RoCE attributes an admin writes are seeded, not rewritten (replaylib/roce.py)."""
     wanted = sysfs_files(profile)
+    wanted.update(roce.fixed_files(profile))
+    seeded = roce.seeded_files(profile)
     written = removed = 0
     for rel, content in sorted(wanted.items()):
         written += write_if_changed(os.path.join(ctx.sysroot, rel), content, 0o644)
-    top = os.path.join(ctx.sysroot, SYSFS_SUBTREE)
-    for dirpath, _dirnames, filenames in os.walk(top, topdown=False):
-        for filename in filenames:
-            full = os.path.join(dirpath, filename)
-            if os.path.relpath(full, ctx.sysroot) not in wanted:
-                os.unlink(full)
-                removed += 1
-        if not os.listdir(dirpath):
-            os.rmdir(dirpath)
+    written += roce.seed(ctx, profile, seeded, write_if_changed)
+    subtrees = (SYSFS_SUBTREE, PEERMEM_DIR, *roce.SUBTREES)
+    tops = [os.path.join(ctx.sysroot, subtree) for subtree in subtrees]
+    for top in tops:
+        for dirpath, _dirnames, filenames in os.walk(top, topdown=False):
+            for filename in filenames:
+                full = os.path.join(dirpath, filename)
+                rel = os.path.relpath(full, ctx.sysroot)
+                if rel not in wanted and rel not in seeded:
+                    os.unlink(full)
+                    removed += 1
+            if not os.listdir(dirpath):
+                os.rmdir(dirpath)
     if not (written or removed):
         return []
-    return [f"sysfs {top}: wrote {written}, removed {removed} files"]
+    return [f"sysfs {tops[0]}: wrote {written}, removed {removed} files"]
 
 
 def systemctl(*args: str) -> subprocess.CompletedProcess:

@@ -99,9 +99,23 @@ def ibstat(profile: dict, args: list) -> ToolResult:
     return ToolResult(stdout="\n".join(ca_block(hca)) + "\n")
 
 
+# A loaded kernel module's directory: nvidia_peermem (GPUDirect RDMA) on nodes with GPUs and HCAs.
+PEERMEM_DIR = "sys/module/nvidia_peermem"
+
+
+def peermem_loaded(profile: dict) -> bool:
+    """NVIDIA GPUs and HCAs: loaded unless the profile says `"nvidia": {"peermem": false}`."""
+    nvidia = profile.get("nvidia") or {}
+    hcas = (profile.get("infiniband") or {}).get("hcas")
+    return bool(nvidia.get("gpus") and hcas) and nvidia.get("peermem", True) is not False
+
+
 def sysfs_files(profile: dict) -> dict:
-    """Relative path under the sysroot -> file content, for sys/class/infiniband."""
+    """Relative path under the sysroot -> file content: sys/class/infiniband, sys/module/nvidia_peermem."""
     files = {}
+    if peermem_loaded(profile):
+        files[PEERMEM_DIR + "/refcnt"] = "0"
+        files[PEERMEM_DIR + "/initstate"] = "live"
     for hca in (profile.get("infiniband") or {}).get("hcas", []):
         base = "sys/class/infiniband/" + hca["name"]
         files[base + "/fw_ver"] = hca["fw_ver"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from . import ascend, infiniband, kernel, modinfo, nvidia_smi, pci, ppu
+from . import ascend, infiniband, kernel, modinfo, nvidia_smi, pci, ppu, roce
 from .common import Context, ToolResult
 from .profiles import active_profile
 
@@ -18,6 +18,8 @@ TOOLS = {
     "dmesg": (None, lambda profile, args, ctx: kernel.dmesg(profile, args, ctx)),
     "modinfo": ("nvidia", lambda profile, args, ctx: modinfo.modinfo(profile, args, ctx)),
     "ppu-smi": ("ppu", lambda profile, args, ctx: ppu.ppu_smi(profile, args, ctx.now)),
+    # Stateful (writes persist in the state dir): never pre-rendered, see replaylib/roce.py.
+    "mlnx_qos": ("roce", lambda profile, args, ctx: roce.mlnx_qos(profile, args, ctx)),
 }
 # Tools a vendor SDK brings, which are not on PATH until a role installs that SDK: their shims go
 # to VENDOR_BIN_DIR (HWREPLAY_VENDOR_BIN_DIR), where the test SDK package's stand-in execs them.

@@ -20,6 +20,7 @@ HEALTHY = (
     "910c-healthy",
     "ppu-healthy",
     "cpu-none",
+    "roce-healthy",
 )
 FAULTY = {
     "h100-xid79": "h100-healthy",
@@ -27,9 +28,13 @@ FAULTY = {
     "h100-ib-port-down": "h100-healthy",
     "h100-remapped-rows-pending": "h100-healthy",
     "h100-fabricmanager-failed": "h100-healthy",
+    "h100-ib-wrong-rate": "h100-healthy",
+    "h100-ib-link-layer-eth": "h100-healthy",
+    "h100-peermem-missing": "h100-healthy",
     "910b-health-alarm": "910b-healthy",
     "910b-nic-net-health-fail": "910b-healthy",
     "ppu-device-error": "ppu-healthy",
+    "roce-pfc-off": "roce-healthy",
 }
 ALL_PROFILES = HEALTHY + tuple(FAULTY)
 NOW = 1718935388.0  # Fri Jun 21 02:03:08 2024 UTC: pinned so outputs are reproducible
@@ -93,6 +98,12 @@ COMMON_COMMANDS = [["lspci"], ["lspci", "-vvv"], ["dmesg"], ["dmesg", "-T"]]
 PPU_COMMANDS = [["ppu-smi", "-L"], ["ppu-smi", "-q"], ["ppu-smi", "-q", "-i", "0"]]
 
 
+def roce_commands(profile: dict) -> list:
+    """`mlnx_qos -i IF` (reads only: the tool is stateful) for each RoCE netdev of the profile."""
+    netdevs = (profile.get("roce") or {}).get("netdevs") or []
+    return [["mlnx_qos", "-i", netdev["name"]] for netdev in netdevs]
+
+
 def commands_for(profile: dict) -> list:
     commands = list(COMMON_COMMANDS)
     if profile.get("nvidia"):
@@ -103,4 +114,6 @@ def commands_for(profile: dict) -> list:
         commands += IB_COMMANDS
     if profile.get("ppu"):
         commands += PPU_COMMANDS
+    if profile.get("roce"):
+        commands += roce_commands(profile)
     return commands

@@ -10,10 +10,16 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hwreplay_testlib import FAULTY, commands_for
+from replaylib import control
+from replaylib.infiniband import PEERMEM_DIR
 from replaylib.profiles import resolve
+
+# Faults that live only in the sysfs tree: no replayed tool prints them.
+SYSFS_ONLY = {"h100-peermem-missing"}
 
 
 def diff_lines(before: str, after: str) -> tuple:
@@ -195,10 +201,64 @@ def test_nic_net_health_fail_only_changes_npu3_net_health(ctx, render):
     }
 
 
+def test_ib_wrong_rate_only_changes_mlx5_5_rate(ctx, render):
+    changes = fault_diff(ctx, render, "h100-ib-wrong-rate")
+    assert changes == {"ibstat": (["\t\tRate: 400"], ["\t\tRate: 200"])}
+    text = render("h100-ib-wrong-rate", "ibstat").stdout
+    mlx5_5 = text.split("CA 'mlx5_5'", 1)[1].split("CA '", 1)[0]
+    assert "Rate: 200" in mlx5_5 and "State: Active" in mlx5_5
+
+
+def test_ib_link_layer_eth_only_changes_mlx5_2_to_ethernet(ctx, render):
+    changes = fault_diff(ctx, render, "h100-ib-link-layer-eth")
+    assert set(changes) == {"ibstat", "lspci", "lspci -vvv"}
+    assert changes["ibstat"] == (
+        ["\t\tBase lid: 134", "\t\tSM lid: 1", "\t\tLink layer: InfiniBand"],
+        ["\t\tBase lid: 0", "\t\tSM lid: 0", "\t\tLink layer: Ethernet"],
+    )
+    for key in ("lspci", "lspci -vvv"):  # the PCI class follows the port's link type
+        (before,), (after,) = changes[key]
+        assert before.startswith("4f:00.0 Infiniband controller: ")
+        assert after == before.replace("Infiniband controller", "Ethernet controller")
+    text = render("h100-ib-link-layer-eth", "ibstat").stdout
+    assert "Link layer: Ethernet" in text.split("CA 'mlx5_2'", 1)[1].split("CA '", 1)[0]
+
+
+def test_peermem_missing_changes_no_tool_output_only_sysfs(ctx, render, tmp_path):
+    assert fault_diff(ctx, render, "h100-peermem-missing") == {}
+    assert resolve(ctx, "h100-peermem-missing")["nvidia"]["peermem"] is False
+    module = Path(ctx.sysroot) / PEERMEM_DIR
+    control.set_profile(ctx, "h100-healthy")
+    assert module.is_dir()
+    control.set_profile(ctx, "h100-peermem-missing")
+    assert not module.exists()
+    # The rest of the tree is the healthy node's.
+    assert (Path(ctx.sysroot) / "sys/class/infiniband/mlx5_0/ports/1/state").read_text() == "4: ACTIVE\n"
+
+
+def test_roce_pfc_off_only_clears_priority_3_in_mlnx_qos(ctx, render):
+    changes = fault_diff(ctx, render, "roce-pfc-off")
+    netdevs = [netdev["name"] for netdev in resolve(ctx, "roce-healthy")["roce"]["netdevs"]]
+    assert set(changes) == {f"mlnx_qos -i {name}" for name in netdevs}
+    on, off = "0   0   0   1   0   0   0   0   ", "0   0   0   0   0   0   0   0   "
+    for removed, added in changes.values():
+        assert removed == [f"\tenabled     {on}", f"\tbuffer      {on}"]
+        assert added == [f"\tenabled     {off}", f"\tbuffer      {off}"]
+
+
 @pytest.mark.parametrize("name", sorted(FAULTY))
 def test_fault_survives_host_overrides(ctx, render, tmp_path, name):
     """Host overrides apply to the base hardware; the fault patch still wins."""
     plan = {"id": 3, "address": "10.20.0.13", "netmask": "255.255.255.0", "gateway": "10.20.0.1"}
     overrides = {"nvidia_driver_version": "550.90.07", "hccn_devices": [dict(plan, netdetect="10.20.0.1")]}
     (tmp_path / "no-overrides.json").write_text(json.dumps(overrides))
-    assert fault_diff(ctx, render, name), name
+    if name not in SYSFS_ONLY:
+        assert fault_diff(ctx, render, name), name
+        return
+    # The fault is only in the sysfs tree: the base has sys/module/nvidia_peermem, the fault none.
+    module = Path(ctx.sysroot) / PEERMEM_DIR
+    control.set_profile(ctx, FAULTY[name])
+    assert module.is_dir()
+    control.set_profile(ctx, name)
+    assert not module.exists()
+    assert resolve(ctx, name)["nvidia"]["driver_version"] == "550.90.07"  # the override applied

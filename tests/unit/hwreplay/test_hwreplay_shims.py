@@ -26,6 +26,7 @@ SKU_OF = {
     "910c": "atlas-800t-a3",
     "ppu": "alibaba-ppu-zw810e-16",
     "cpu": "cpu-generic",
+    "roce": "hgx-h100-8gpu-roce",
 }
 
 
@@ -160,7 +161,8 @@ def test_node_answers_every_replayed_command_validation_runs(ctx, monkeypatch, t
         ]
     source = RenderedSource(ctx, profile)
     validate_node(source, build_expected("node", hostvars), "quick")
-    replayed = {argv for argv in source.ran if argv[0] in TOOLS}
+    # mlnx_qos is stateful, never pre-rendered (replaylib/roce.py): no RoCE plan here, so it never runs.
+    replayed = {argv for argv in source.ran if argv[0] in TOOLS and argv[0] != "mlnx_qos"}
     assert replayed or name == "cpu-none", "validation ran no replayed tool"
     answered = {answer.argv for answer in prerender.render_answers(ctx, profile)}
     assert replayed <= answered, sorted(replayed - answered)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from hwreplay_testlib import QUERY_GPU_ARGS
 from replaylib import control
+from replaylib import roce as replay_roce
 from replaylib.profiles import resolve
 
 parsers = pytest.importorskip("cfcore.parsers", reason="cfcore.parsers is not written yet")
@@ -25,6 +26,10 @@ NVIDIA_PROFILES = (
     "h100-ib-port-down",
     "h100-remapped-rows-pending",
     "h100-fabricmanager-failed",
+    "h100-ib-wrong-rate",
+    "h100-ib-link-layer-eth",
+    "h100-peermem-missing",
+    "roce-healthy",
 )
 ASCEND_PROFILES = ("910b-healthy", "910b-health-alarm", "910b-nic-net-health-fail")
 GPU_FORMS = {
@@ -153,6 +158,39 @@ def test_ibstat_and_sysfs_agree(ctx, render, tmp_path, profile):
     assert down == ([("mlx5_3", 1)] if profile == "h100-ib-port-down" else [])
     if down:
         assert fabric[("mlx5_3", 1)][:3] == ("Down", "Polling", 40)
+
+
+@pytest.mark.parametrize(
+    "profile, odd_port",
+    [
+        ("h100-ib-wrong-rate", ("mlx5_5", 1, ("Active", "LinkUp", 200, "InfiniBand"))),
+        ("h100-ib-link-layer-eth", ("mlx5_2", 1, ("Active", "LinkUp", 400, "Ethernet"))),
+    ],
+)
+def test_ib_port_faults_agree_in_ibstat_and_sysfs(ctx, render, tmp_path, profile, odd_port):
+    from_tool = ib_ports(parse("ibstat", out(render, profile, "ibstat")))
+    control.set_profile(ctx, profile)
+    assert from_tool == ib_ports(parsers.read_sysfs_infiniband(str(tmp_path / "sysroot")))
+    healthy = ib_ports(parse("ibstat", out(render, "h100-healthy", "ibstat")))
+    name, port, value = odd_port
+    assert {key for key in from_tool if from_tool[key] != healthy[key]} == {(name, port)}
+    assert from_tool[(name, port)] == value
+
+
+@pytest.mark.parametrize("profile", ["roce-healthy", "roce-pfc-off"])
+def test_mlnx_qos_parses_to_the_profile(ctx, render, profile):
+    from cfcore.parsers.mlnx_qos import parse_mlnx_qos
+
+    netdevs = replay_roce.netdevs(resolve(ctx, profile))
+    assert len(netdevs) == 8
+    for netdev in netdevs:
+        qos = parse_mlnx_qos(out(render, profile, "mlnx_qos", "-i", netdev["name"]))
+        assert qos["trust"] == netdev["trust"] == "dscp"
+        assert qos["pfc"] == netdev["pfc"]
+        assert qos["dscp2prio"][26] == 3 and qos["dscp2prio"][48] == 6  # the firmware's dscp >> 3
+        assert qos["warnings"] == []
+    pfc_on = [qos_pfc.index(1) for qos_pfc in (netdev["pfc"] for netdev in netdevs) if 1 in qos_pfc]
+    assert pfc_on == ([] if profile == "roce-pfc-off" else [3] * 8)
 
 
 @pytest.mark.parametrize("profile", ASCEND_PROFILES)

@@ -40,8 +40,18 @@ def fake_tools(bin_dir: Path, dcgmi_ran: Path) -> None:
         "systemctl": "echo active",
         "modinfo": "echo NVIDIA",
         "npu-smi": "echo 'npu-smi: not on this node' >&2; exit 127",
+        # One IPoIB interface up with its address: what `ip -j addr show` prints.
+        "ip": f"cat {bin_dir}/ip-addr.json",
     }
     bin_dir.mkdir()
+    ib0 = {
+        "ifname": "ib0",
+        "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"],
+        "mtu": 2044,
+        "operstate": "UP",
+        "addr_info": [{"family": "inet", "local": "10.40.0.11", "prefixlen": 16}],
+    }
+    (bin_dir / "ip-addr.json").write_text(json.dumps([ib0]))
     for name, body in tools.items():
         path = bin_dir / name
         path.write_text("#!/bin/sh\n" + body + "\n")
@@ -76,7 +86,10 @@ def play(tmp_path_factory) -> dict:
     empty_bin = tmp / "empty-bin"
     empty_bin.mkdir()
     shutil.copy(bin_dir / "dmesg", empty_bin / "dmesg")
-    live = params()
+    # The live run's sysfs: nvidia_peermem loaded (gpu.peermem), as on a GPU node with HCAs.
+    sysroot = tmp / "sysroot"
+    (sysroot / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
+    live = {**params(), "sysfs_root": str(sysroot)}
     tasks = [
         {
             "name": "capture",
@@ -103,6 +116,34 @@ def play(tmp_path_factory) -> dict:
             "name": "no_tools",
             "clusterforge.cluster.node_validate": {**live, "sku": {**live["sku"], "hca": None}},
             "environment": {"PATH": f"{empty_bin}:/usr/bin:/bin"},
+        },
+        {
+            "name": "fabric_only",
+            "clusterforge.cluster.node_validate": {
+                **live,
+                "sysfs_root": str(tmp),  # no sys/module/nvidia_peermem here: not checked in this run
+                "only_checks": ["ib.*", "roce.*"],
+                "ipoib_interfaces": [{"name": "ib0", "address": "10.40.0.11/16"}],
+                "roce": None,
+            },
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "peermem_missing",
+            "clusterforge.cluster.node_validate": {
+                **live,
+                "sysfs_root": str(tmp),
+                "only_checks": ["gpu.peermem"],
+            },
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "bad_ipoib",
+            "clusterforge.cluster.node_validate": {
+                **live,
+                "ipoib_interfaces": [{"name": "ib0", "address": "x"}],
+            },
+            "ignore_errors": True,
         },
         {
             "name": "bad_level",
@@ -172,6 +213,29 @@ def test_check_mode_at_level_full_never_starts_the_dcgm_stress_test(play):
     assert diag["status"] == "skip" and "not run in check mode" in diag["message"]
     assert play["dcgmi_ran"] is False
     assert result["status"] == "pass"
+
+
+def test_fabric_only_run_checks_the_fabric_and_lists_the_rest_as_skipped(play):
+    result = play["fabric_only"]
+    found = checks(result)
+    assert result["status"] == "pass", {i: c["status"] for i, c in found.items() if c["status"] != "skip"}
+    assert found["ib.ipoib"]["status"] == "pass" and "ib0 10.40.0.11/16" in found["ib.ipoib"]["message"]
+    assert found["ib.link_layer"]["status"] == "pass"
+    assert (
+        found["gpu.peermem"]["status"] == "skip" and "not in only_checks" in found["gpu.peermem"]["message"]
+    )
+    assert found["roce.qos"]["status"] == "skip"
+
+
+def test_missing_peermem_fails_the_node(play):
+    result = play["peermem_missing"]
+    assert result["status"] == "fail"
+    assert checks(result)["gpu.peermem"]["remedy"].startswith("load it: modprobe nvidia-peermem")
+
+
+def test_bad_ipoib_plan_fails_the_module_naming_the_entry(play):
+    assert play["bad_ipoib"]["failed"] is True
+    assert "fabric_ipoib_interfaces[0].address 'x' is not IPv4/prefix" in play["bad_ipoib"]["msg"]
 
 
 def test_node_without_nvidia_smi_is_error_not_pass(play):

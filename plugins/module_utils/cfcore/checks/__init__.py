@@ -1,4 +1,4 @@
-"""Node validation checks, one module per area: nvidia, infiniband, ascend, ppu, node, dcgm.
+"""Node validation checks, one module per area: nvidia, gpudirect, infiniband, roce, ascend, ppu, node, dcgm.
 
 Check ids are fixed: reports, tests and quarantine reasons use them.
 """
@@ -11,6 +11,8 @@ GPU_CHECKS = (
     "gpu.model",
     "gpu.driver_version",
     "gpu.kernel_modules",
+    # nvidia_peermem (GPUDirect RDMA) where the SKU has compute HCAs: checks/gpudirect.py.
+    "gpu.peermem",
     "gpu.pcie_link",
     "gpu.nvlink",
     "gpu.fabric_manager",
@@ -22,7 +24,8 @@ GPU_CHECKS = (
     "gpu.mig",
 )
 GPU_FULL_CHECKS = ("gpu.dcgm_diag",)
-IB_CHECKS = ("ib.hca_count", "ib.port_state", "ib.port_rate")
+IB_CHECKS = ("ib.hca_count", "ib.link_layer", "ib.port_state", "ib.port_rate", "ib.ipoib")
+ROCE_CHECKS = ("roce.qos",)
 NPU_CHECKS = (
     "npu.tool",
     "npu.count",
@@ -38,4 +41,7 @@ PPU_CHECKS = ("ppu.tool", "ppu.count", "ppu.model", "ppu.health", "ppu.sdk_versi
 # Every node has these, with accelerators or without (control, storage): each gets a real verdict.
 NODE_CHECKS = ("node.mounts", "node.time_sync", "node.root_fs", "node.os_release")
 
-CHECK_IDS = GPU_CHECKS + GPU_FULL_CHECKS + IB_CHECKS + NPU_CHECKS + PPU_CHECKS + NODE_CHECKS
+# The compute fabric's checks (playbooks/fabric.yml validates these only).
+FABRIC_CHECKS = IB_CHECKS + ROCE_CHECKS
+
+CHECK_IDS = GPU_CHECKS + GPU_FULL_CHECKS + FABRIC_CHECKS + NPU_CHECKS + PPU_CHECKS + NODE_CHECKS
