@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import module_runner
 import pytest
 from cfcore.parsers import ascend_board as board
 from cfcore.parsers.common import ParseError
@@ -268,22 +268,7 @@ def test_cann_state_new_and_old_layout(tmp_path):
 
 
 def run_module(args):
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / '.collections')!r});"
-        "from ansible_collections.clusterforge.cluster.plugins.modules import ascend_driver_state as m;"
-        "m.main()"
-    )
-    env = {**os.environ, "PATH": "/nonexistent"}
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
-    return json.loads(proc.stdout)
+    return module_runner.run_module("ascend_driver_state", args, {**os.environ, "PATH": "/nonexistent"}, 60)
 
 
 def test_module_writes_the_fact_only_when_asked_and_not_in_check_mode(tmp_path, watchdog):

@@ -5,11 +5,11 @@ A uniquely named module (not conftest), so the fabric tests of other areas keep 
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+import module_runner
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "roce"
@@ -51,23 +51,7 @@ def replay_node(tmp_path, profile: str):
 
 
 def run_module(args: dict, env: dict, check_mode: bool = False, diff: bool = False) -> dict:
-    """roce_qos as Ansible runs it: its own process, arguments on stdin, JSON on stdout."""
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / '.collections')!r});"
-        "from ansible_collections.clusterforge.cluster.plugins.modules import roce_qos as m;"
-        "m.main()"
+    """roce_qos as Ansible runs it, in check and diff mode as asked."""
+    return module_runner.run_module(
+        "roce_qos", dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff), env
     )
-    module_args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        input=json.dumps({"ANSIBLE_MODULE_ARGS": module_args}),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
-    try:
-        return json.loads(proc.stdout)
-    except ValueError as exc:
-        raise AssertionError(f"module printed no JSON: {proc.stdout!r} {proc.stderr!r}") from exc

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
+import module_runner
 import pytest
 from cfcore.parsers.infiniband import read_sysfs_infiniband
 from cfcore.rdma_packages import hcas_from_sysfs
@@ -18,23 +16,7 @@ CAPTURES = ROOT / "tests" / "fixtures" / "captures"
 
 
 def run_module(args: dict, path: str | None = None) -> dict:
-    """The module in its own process, arguments on stdin, JSON on stdout."""
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / '.collections')!r});"
-        "from ansible_collections.clusterforge.cluster.plugins.modules import hca_facts as m;"
-        "m.main()"
-    )
-    env = {**os.environ, "PATH": path} if path else None
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
-    return json.loads(proc.stdout)
+    return module_runner.run_module("hca_facts", args, {**os.environ, "PATH": path} if path else None, 60)
 
 
 def test_the_contract_shape_from_a_healthy_h100_tree(watchdog):

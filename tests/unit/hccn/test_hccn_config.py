@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import module_runner
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,22 +65,9 @@ class Node:
             "_ansible_diff": diff,
             **params,
         }
-        code = (
-            f"import sys; sys.path.insert(0, {str(ROOT / '.collections')!r});"
-            "from ansible_collections.clusterforge.cluster.plugins.modules import hccn_config as m;"
-            "m.main()"
+        return module_runner.run_module(
+            "hccn_config", args, {**os.environ, "FAKE_HCCN_STATE": str(self.state_path)}
         )
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env={**os.environ, "FAKE_HCCN_STATE": str(self.state_path)},
-        )
-        assert proc.stdout, proc.stderr
-        return json.loads(proc.stdout)
 
 
 def configured(devices):

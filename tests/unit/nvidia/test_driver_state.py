@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
+import module_runner
 import pytest
 from cfcore import nvidia_packages as nv
 
@@ -101,21 +100,7 @@ def write_node(tmp_path, proc_text=None, lib_versions=(), gpus=0):
 
 
 def run_module(args: dict) -> dict:
-    """The module as Ansible runs it: its own process, arguments on stdin, JSON on stdout."""
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / '.collections')!r});"
-        "from ansible_collections.clusterforge.cluster.plugins.modules import nvidia_driver_state as m;"
-        "m.main()"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return json.loads(proc.stdout)
+    return module_runner.run_module("nvidia_driver_state", args, timeout=60)
 
 
 def test_module_reports_the_mismatch_from_the_library_file(tmp_path, watchdog):
