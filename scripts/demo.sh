@@ -21,6 +21,9 @@ scripts/build-node-image.sh
 step "lab: bring up the local cluster (podman nodes reachable over SSH)"
 clusterforge lab up
 clusterforge lab status
+# The lab's secrets (storage: cephx and RGW keys, the Redis password) are Vault
+# values of its inventory; its password file lives in the lab's state.
+export ANSIBLE_VAULT_PASSWORD_FILE=$ROOT/.cache/lab/lab/vault-password
 
 step "bring-up: site playbook on the lab"
 ansible-playbook -i inventories/lab playbooks/site.yml

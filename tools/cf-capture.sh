@@ -17,6 +17,13 @@
 #   --roce-interfaces "IF1 IF2"
 #                        RoCE netdevs: `mlnx_qos -i IF` and their RoCE sysfs (default: none;
 #                        name the node's fabric_roce_interfaces to validate roce.qos)
+#   --juicefs "VOL=META-URL ..."
+#                        JuiceFS volumes for `juicefs status` (default: each /etc/juicefs/<VOL>.env
+#                        with the meta URL of juicefs-<VOL>.service's ExecStart); META_PASSWORD
+#                        comes from /etc/juicefs/<VOL>.env, never the command line
+#   --ceph-id ID         Ceph client for `ceph health` (default: admin where its keyring exists,
+#                        else the first /etc/ceph/<cluster>.client.<ID>.keyring)
+#   --ceph-cluster NAME  Ceph cluster name (default ceph)
 #   --timeout SECONDS    per-command limit (default 60; dcgmi gets 1200)
 #   --no-tar             do not pack DIR.tar.gz
 #
@@ -46,6 +53,8 @@
 #   proc-modules.txt                  /proc/modules                 (nvidia_peermem for gpu.peermem)
 #   ip-j-addr-show.json               ip -j addr show               (IPoIB interfaces for ib.ipoib)
 #   etc-os-release.txt                /etc/os-release
+#   juicefs-status-<N>.json           juicefs status META-URL       (each JuiceFS volume, N from 0)
+#   ceph-health.json                  ceph --cluster C --id ID --connect-timeout 10 health --format json
 #   sys/class/infiniband/...          the HCA sysfs attributes (files only)
 #   mlnx_qos-<IF>.txt                 mlnx_qos -i IF                (--roce-interfaces, each IF)
 #   sys/class/net/<IF>/...            mtu, ecn/roce_np/enable/<P>, ecn/roce_rp/enable/<P>,
@@ -66,6 +75,9 @@ HCCN_DEVICES=""
 ROCE_INTERFACES=""
 TIMEOUT=60
 TAR=1
+JUICEFS=""
+CEPH_ID=""
+CEPH_CLUSTER=ceph
 ROOT=${CF_CAPTURE_ROOT:-}
 
 usage() { sed -n '2,/^set -uo/{/^#/s/^# \{0,1\}//p}' "$0"; }
@@ -78,6 +90,9 @@ while (($#)); do
     --full) FULL=1; shift ;;
     --hccn-devices) HCCN_DEVICES=${2:?}; shift 2 ;;
     --roce-interfaces) ROCE_INTERFACES=${2:?}; shift 2 ;;
+    --juicefs) JUICEFS=${2:?}; shift 2 ;;
+    --ceph-id) CEPH_ID=${2:?}; shift 2 ;;
+    --ceph-cluster) CEPH_CLUSTER=${2:?}; shift 2 ;;
     --timeout) TIMEOUT=${2:?}; shift 2 ;;
     --no-tar) TAR=0; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -91,6 +106,12 @@ done
 for iface in $ROCE_INTERFACES; do  # a kernel netdev name (at most 15 characters), never a path
   [[ $iface =~ ^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$ ]] \
     || die "--roce-interfaces must list netdev names, got '$iface'" 'e.g. --roce-interfaces "enp24s0np0 enp64s0np0" (ip -br link)'
+done
+
+[[ $CEPH_CLUSTER =~ ^[A-Za-z0-9_-]+$ ]] || die "--ceph-cluster must be a plain name, got '$CEPH_CLUSTER'" "e.g. --ceph-cluster ceph"
+[[ -z $CEPH_ID || $CEPH_ID =~ ^[A-Za-z0-9_.-]+$ ]] || die "--ceph-id must be a client name, got '$CEPH_ID'" "e.g. --ceph-id admin"
+for pair in $JUICEFS; do
+  [[ $pair =~ ^[A-Za-z0-9_.-]+=[a-z0-9+]+://.+$ ]] || die "--juicefs must list VOL=META-URL, got '$pair'" 'e.g. --juicefs "jfs=redis://10.0.0.5:6379/1"'
 done
 
 # Vendor tools often live outside a login PATH (Ascend's hccn_tool in particular).
@@ -243,6 +264,47 @@ fi
 capture df-P-k-root.txt 10 df -P -k /
 copy_file "$ROOT/proc/self/mounts" proc-mounts.txt
 copy_file "$ROOT/etc/os-release" etc-os-release.txt
+
+# Shared storage: JuiceFS sessions (storage.juicefs_session), Ceph health (storage.ceph_health)
+juicefs_volumes() {  # VOL=META-URL lines: --juicefs, else each /etc/juicefs/<VOL>.env and its unit's ExecStart
+  local env vol url
+  if [[ -n $JUICEFS ]]; then printf '%s\n' $JUICEFS; return; fi
+  for env in "$ROOT"/etc/juicefs/*.env; do
+    [[ -f $env ]] || continue
+    vol=${env##*/}; vol=${vol%.env}
+    url=$(systemctl show -p ExecStart --value "juicefs-$vol.service" 2>/dev/null | tr ' ;' '\n\n' | grep -m1 -E '^[a-z0-9+]+://')
+    [[ -n $url ]] && printf '%s=%s\n' "$vol" "$url"
+  done
+}
+n=0
+while IFS='=' read -r vol url; do
+  [[ -n $vol && -n $url ]] || continue
+  env_file=$ROOT/etc/juicefs/$vol.env
+  (  # the env file's variables (META_PASSWORD) for juicefs only, in a subshell
+    [[ -r $env_file ]] && { set -a; . "$env_file"; set +a; }
+    capture "juicefs-status-$n.json" "$TIMEOUT" juicefs status "$url"
+    if [[ -f $OUT/juicefs-status-$n.json.err && -n ${META_PASSWORD:-} ]]; then  # never keep the password
+      err=$(<"$OUT/juicefs-status-$n.json.err")
+      printf '%s\n' "${err//"$META_PASSWORD"/****}" >"$OUT/juicefs-status-$n.json.err"
+    fi
+  )
+  n=$((n + 1))
+done < <(juicefs_volumes)
+if command -v ceph >/dev/null 2>&1 && [[ -r $ROOT/etc/ceph/$CEPH_CLUSTER.conf ]]; then
+  if [[ -z $CEPH_ID ]]; then
+    if [[ -r $ROOT/etc/ceph/$CEPH_CLUSTER.client.admin.keyring ]]; then
+      CEPH_ID=admin
+    else
+      for keyring in "$ROOT/etc/ceph/$CEPH_CLUSTER".client.*.keyring; do
+        [[ -r $keyring ]] || continue
+        CEPH_ID=${keyring##*/$CEPH_CLUSTER.client.}; CEPH_ID=${CEPH_ID%.keyring}; break
+      done
+    fi
+  fi
+  if [[ -n $CEPH_ID ]]; then
+    capture ceph-health.json 20 ceph --cluster "$CEPH_CLUSTER" --id "$CEPH_ID" --connect-timeout 10 health --format json
+  fi
+fi
 
 json_string() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 {

@@ -14,7 +14,9 @@ description:
     ECC/retired pages/remapped rows, MIG, C(nvidia_peermem), HCA link layers, ports and rates,
     planned IPoIB interfaces (C(ip -j addr show)), the RoCE QoS plan, NPU health, firmware
     compatibility and NIC state; and on every node (with accelerators or not) required
-    mounts, time synchronisation, free space on C(/) and the OS release.
+    mounts (present, of their type, writable), time synchronisation, free space on C(/) and the
+    OS release; and shared storage (C(storage.*)), that is the JuiceFS sessions of the host's mounts
+    (C(juicefs status)) and the Ceph cluster's health (C(ceph health --format json)).
   - Each check result has an C(id), a C(status) (pass, warn, fail, error, skip), a
     C(message), C(evidence) (the command and its decisive lines) and a C(remedy).
     C(error) means the check could not run and is never counted as a pass.
@@ -37,10 +39,32 @@ options:
     type: dict
     default: {}
   required_mounts:
-    description: Paths that must be mount points on the node.
+    description:
+      - Mount points the node must have (C(node.mounts)), each a path (present only) or a mapping
+        C({path, fstype, writable}); C(fstype) is compared with C(/proc/self/mounts) (C(fuse.juicefs),
+        C(fuse.ceph-fuse), C(ceph)); where C(writable), a probe file
+        C(<path>/.clusterforge-probe-<host>-<pid>) is written, read back and removed (in check mode
+        too, since it leaves nothing), bounded by 10 s (a hung mount is C(error), "mount not responding").
+      - From a capture only presence and type are checked.
     type: list
-    elements: str
+    elements: raw
     default: []
+  juicefs_mounts:
+    description:
+      - The host's JuiceFS mounts for C(storage.juicefs_session), one C({path, meta_url, env_file})
+        each; C(juicefs status <meta_url>) must list a live session of this host at C(path).
+      - C(env_file) (0600) gives C(META_PASSWORD) (and any other C(KEY=VALUE)) to C(juicefs) through its
+        environment; its values never appear in the result.
+      - Empty, C(storage.juicefs_session) is skipped.
+    type: list
+    elements: dict
+    default: []
+  ceph_health:
+    description:
+      - The Ceph client that reads the cluster's health (C(storage.ceph_health)),
+        C({cluster, client, conf, keyring}); HEALTH_OK passes, HEALTH_WARN warns, HEALTH_ERR fails.
+      - Unset, C(storage.ceph_health) is skipped.
+    type: dict
   hccn_devices:
     description: The NPU NIC plan, one C({id, address, netmask, gateway, netdetect}) per device.
     type: list
@@ -91,8 +115,8 @@ options:
     type: bool
   only_checks:
     description:
-      - Run only these check ids (C(area.*) names an area, e.g. C(ib.*)); the others are reported as
-        skipped, and an area with none of them is not collected at all.
+      - Run only these check ids (C(area.*) names an area, e.g. C(ib.*), C(storage.*)); the others are
+        reported as skipped, and an area with none of them is not collected at all.
       - Unset, every check runs.
     type: list
     elements: str
@@ -122,6 +146,19 @@ EXAMPLES = r"""
     required_mounts: "{{ validate_required_mounts }}"
     level: quick
   register: validation
+
+- name: Check the shared storage of a JuiceFS and CephFS client
+  node_validate:
+    node_sku: "{{ node_sku }}"
+    sku: "{{ node_sku_spec }}"
+    required_mounts:
+      - {path: /mnt/jfs, fstype: fuse.juicefs, writable: true}
+      - {path: /mnt/cephfs, fstype: fuse.ceph-fuse, writable: true}
+    juicefs_mounts:
+      - {path: /mnt/jfs, meta_url: "redis://10.0.3.10:6379/1", env_file: /etc/juicefs/jfs.env}
+    ceph_health: {cluster: ceph, client: fsuser, conf: /etc/ceph/ceph.conf,
+                  keyring: /etc/ceph/ceph.client.fsuser.keyring}
+    only_checks: [node.mounts, "storage.*"]
 
 - name: Validate a support capture on the controller
   node_validate:
@@ -184,7 +221,7 @@ ARGUMENT_SPEC = {
     "node_sku": {"type": "str", "required": True},
     "sku": {"type": "dict", "required": True},
     "bom": {"type": "dict", "default": {}},
-    "required_mounts": {"type": "list", "elements": "str", "default": []},
+    "required_mounts": {"type": "list", "elements": "raw", "default": []},
     "hccn_devices": {"type": "list", "elements": "dict", "default": []},
     "level": {"type": "str", "choices": ["quick", "full"], "default": "quick"},
     "sysfs_root": {"type": "path", "default": "/"},
@@ -196,6 +233,8 @@ ARGUMENT_SPEC = {
     "roce": {"type": "dict"},
     "peermem_required": {"type": "bool"},
     "only_checks": {"type": "list", "elements": "str"},
+    "juicefs_mounts": {"type": "list", "elements": "dict", "default": []},
+    "ceph_health": {"type": "dict"},
 }
 EXPECTED_KEYS = (
     "node_sku",
@@ -211,6 +250,8 @@ EXPECTED_KEYS = (
     "roce",
     "peermem_required",
     "only_checks",
+    "juicefs_mounts",
+    "ceph_health",
 )
 
 

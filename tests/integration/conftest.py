@@ -3,8 +3,9 @@
 Bringing a lab up and the site playbook on it cost minutes, so the whole
 session uses one: `cftest` (its own name: a developer's `lab` is never
 touched), a control node, three GPU and two NPU nodes, some of them faulty on
-purpose (PROFILES), brought up and then prepared by `playbooks/site.yml` as in
-production. It is removed at the end whatever happens.
+purpose (PROFILES), and a storage node (a one-node Ceph cluster the others
+mount), brought up and then prepared by `playbooks/site.yml` as in production.
+It is removed at the end whatever happens.
 
 Modules run in the order of their LAB_ORDER (default 50): the ones that only
 read the nodes or switch replay profiles first, the lab's own lifecycle
@@ -15,6 +16,7 @@ Needs root, podman and the node image (scripts/test.sh sets all of them up).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 
@@ -25,6 +27,20 @@ from labkit import BIN, COUNTS, HOSTS, INVENTORY, LAB, PROFILES, ROOT, STATE, La
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the modules in LAB_ORDER (stable: tests keep their order inside a module)."""
     items.sort(key=lambda item: getattr(item.module, "LAB_ORDER", 50))
+
+
+# profile_tasks (ansible.cfg) stamps every task: "... (0:00:01.234)       0:05:12.345 ****".
+_ELAPSED = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(\d+):(\d\d):(\d\d\.\d+)")
+
+
+def storage_seconds(output: str) -> str:
+    """The time of site.yml's storage part (from the Ceph play on: storage.yml comes last)."""
+    start = output.find("PLAY [Ceph cluster")
+    stamps = [
+        int(h) * 3600 + int(m) * 60 + float(s)
+        for h, m, s in _ELAPSED.findall(output[start:] if start >= 0 else "")
+    ]
+    return f"{stamps[-1] - stamps[0]:.0f} s" if len(stamps) > 1 else "not found"
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +65,9 @@ def lab():
             ROOT / "playbooks" / "site.yml", timeout=900,
         )  # fmt: skip
         assert site.returncode == 0, explain(site)
-        print(f"site playbook: {time.monotonic() - clock:.0f} s")
+        print(
+            f"site playbook: {time.monotonic() - clock:.0f} s (storage plays: {storage_seconds(site.stdout)})"
+        )
         yield Lab(LAB, INVENTORY, STATE, HOSTS, up)
     finally:
         down = lab_cli("down", "--name", LAB)

@@ -16,20 +16,28 @@ BIN = Path(sys.executable).parent
 LAB = "cftest"
 INVENTORY = ROOT / "inventories" / f"lab-{LAB}"
 STATE = ROOT / ".cache" / "lab" / LAB
+# The lab's vault password file (`lab up` creates it before its first playbook run): every
+# Ansible run against the lab needs it for the storage secrets (cli/clusterforge/lab/vault.py).
+VAULT_PASSWORD_FILE = STATE / "vault-password"
 ENV = {
     **os.environ,
     "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "images" / "node" / "containers.conf")),
     "ANSIBLE_NOCOLOR": "1",
     "NO_COLOR": "1",
+    "ANSIBLE_VAULT_PASSWORD_FILE": str(VAULT_PASSWORD_FILE),
 }
-COUNTS = {"control": 1, "gpu": 3, "npu": 2, "storage": 0}
+# One storage node: a one-node Ceph cluster (CephFS, RGW) that the GPU and NPU nodes mount,
+# with the JuiceFS volume (metadata in Redis on the control node, data in RGW).
+COUNTS = {"control": 1, "gpu": 3, "npu": 2, "storage": 1}
 # Host -> replay profile at lab creation (gpu-01 and npu-01 keep their healthy default).
 PROFILES = {
     f"{LAB}-gpu-02": "h100-xid79",
     f"{LAB}-gpu-03": "h100-ib-port-down",
     f"{LAB}-npu-02": "910b-health-alarm",
 }
-HOSTS = [f"{LAB}-ctl-01", *(f"{LAB}-gpu-0{i}" for i in (1, 2, 3)), *(f"{LAB}-npu-0{i}" for i in (1, 2))]
+STORAGE = f"{LAB}-sto-01"
+CLIENTS = [*(f"{LAB}-gpu-0{i}" for i in (1, 2, 3)), *(f"{LAB}-npu-0{i}" for i in (1, 2))]
+HOSTS = [f"{LAB}-ctl-01", *CLIENTS, STORAGE]
 
 
 def run(*argv: str | Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from labkit import BIN, LAB, PROFILES, ROOT, explain, run
+from labkit import BIN, LAB, PROFILES, ROOT, STORAGE, VAULT_PASSWORD_FILE, explain, run
 
 pytestmark = pytest.mark.lab
 LAB_ORDER = 10
@@ -87,7 +87,7 @@ def test_fleet_run_finds_each_fault_and_passes_healthy_nodes(lab, tmp_path):
     print(f"validate: {wall:.1f} s for {len(report['nodes'])} nodes")
     assert proc.returncode == 3, explain(proc)
     nodes = {n["host"]: n for n in report["nodes"]}
-    assert set(nodes) == {CONTROL, *HEALTHY, *FIRST_FAULTS}
+    assert set(nodes) == {CONTROL, STORAGE, *HEALTHY, *FIRST_FAULTS}
     # A node without accelerators still gets a real verdict from its node checks.
     control = {c["id"]: c for c in nodes[CONTROL]["checks"]}
     assert nodes[CONTROL]["status"] in ("pass", "warn"), nodes[CONTROL]
@@ -154,6 +154,8 @@ def plain_ansible(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
         "ANSIBLE_COLLECTIONS_PATH": str(collections),
         "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
         "ANSIBLE_NOCOLOR": "1",
+        # A site has its Vault password too: the storage plan's secrets are vaulted.
+        "ANSIBLE_VAULT_PASSWORD_FILE": str(VAULT_PASSWORD_FILE),
     }
     # Installed with the plain settings: the checkout's ansible.cfg would see the
     # collection as installed already (its .collections link) and skip it.
@@ -189,7 +191,7 @@ def test_collection_validates_from_a_plain_ansible_environment(lab, tmp_path):
     plays = json.loads(playbook.stdout)
     stats = plays["stats"]
     assert {host for host, counts in stats.items() if counts["failures"]} == set(FIRST_FAULTS)
-    assert {host for host, counts in stats.items() if not counts["failures"]} == {CONTROL, *HEALTHY}
+    assert {host for host, counts in stats.items() if not counts["failures"]} == {CONTROL, STORAGE, *HEALTHY}
     # strategy free: the json callback records a task once per batch of hosts that ran it.
     from_playbook = {
         host: result["node_result"]

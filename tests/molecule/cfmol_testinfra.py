@@ -43,6 +43,12 @@ def node_address(host: Any, name: str | None = None) -> str:
     return node_vars(host, name)["ansible_host"]
 
 
+def other_node(host: Any, name: str) -> Any:
+    """A testinfra host for another node of the scenario, reached the same way (SSH as the
+    user ansible): for checks that compare two nodes (data written on one, read on another)."""
+    return testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory(host).inventory_file)
+
+
 def peers(host: Any) -> list[str]:
     """The other nodes of the scenario."""
     me = node_name(host)

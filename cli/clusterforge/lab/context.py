@@ -36,6 +36,7 @@ class LabContext:
     geteuid: Callable[[], int] = os.geteuid
     which: Callable[[str], str | None] = shutil.which
     route_table: Path = Path("/proc/net/route")
+    fuse_device: Path = Path("/dev/fuse")
 
     @classmethod
     def create(cls, root: Path) -> LabContext:

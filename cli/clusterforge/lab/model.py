@@ -53,6 +53,9 @@ class Role:
     accelerator: bool
     default_count: int
     data_disk: bool = False  # gets a data disk (/dev/vdb) for Ceph OSDs
+    # Mounts the shared file systems through FUSE (JuiceFS, ceph-fuse): its container gets
+    # /dev/fuse and CAP_SYS_ADMIN (FUSE_CAPABILITIES), which FUSE mounts need in a container.
+    storage_client: bool = False
 
 
 ROLES: dict[str, Role] = {
@@ -78,16 +81,44 @@ ROLES: dict[str, Role] = {
             "h100-healthy",
             True,
             2,
+            storage_client=True,
         ),
-        Role("npu", "npu", ("npu_ascend", "k8s_workers"), "atlas-800t-a2", "910b-healthy", True, 1),
-        Role("storage", "sto", ("storage", "ceph_mon", "ceph_osd"), "cpu-generic", None, False, 1, True),
+        Role(
+            "npu",
+            "npu",
+            ("npu_ascend", "k8s_workers"),
+            "atlas-800t-a2",
+            "910b-healthy",
+            True,
+            1,
+            storage_client=True,
+        ),
+        # A storage node is a whole one-node Ceph cluster (monitor, manager, OSD on its data
+        # disk, MDS for CephFS, RADOS Gateway for JuiceFS's data). Not a FUSE client: it needs
+        # no CAP_SYS_ADMIN (BlueStore goes straight on the device, ceph_osd_method raw).
+        Role(
+            "storage",
+            "sto",
+            ("storage", "ceph_mon", "ceph_osd", "ceph_mds", "ceph_rgw"),
+            "cpu-generic",
+            None,
+            False,
+            1,
+            data_disk=True,
+        ),
     )
 }
 ROLE_ORDER = tuple(ROLES)
 
-# Every group of the inventory model (the one list inventory check also uses),
-# written even when empty so that playbooks can always look up groups['npu_ppu'].
-INVENTORY_GROUPS = EXPECTED_GROUPS
+# The Ceph daemon groups of the storage stack (docs/design.md, "Shared storage").
+CEPH_GROUPS = ("ceph_mon", "ceph_mgr", "ceph_osd", "ceph_mds", "ceph_rgw")
+# Every group of the inventory model (the one list inventory check also uses, plus the
+# Ceph daemon groups), written even when empty so that playbooks can always look up
+# groups['npu_ppu'].
+INVENTORY_GROUPS = EXPECTED_GROUPS + tuple(g for g in CEPH_GROUPS if g not in EXPECTED_GROUPS)
+# What a FUSE mount needs in a container: the device and CAP_SYS_ADMIN (mount(2)).
+FUSE_DEVICE = "/dev/fuse"
+FUSE_CAPABILITIES = ("SYS_ADMIN",)
 
 
 @dataclass(frozen=True)

@@ -142,10 +142,12 @@ class Podman:
         hosts: Mapping[str, str],
         image: str,
         devices: Mapping[str, str] | None = None,
+        capabilities: Sequence[str] = (),
     ) -> None:
         """Start a node container: systemd as PID 1 on a static address of the lab network.
 
-        devices maps host block devices to their path in the node.
+        devices maps host devices to their path in the node; capabilities are added to
+        NODE_CAPABILITIES (e.g. SYS_ADMIN for FUSE mounts).
         """
         args = [
             "run",
@@ -161,7 +163,7 @@ class Podman:
             "--systemd=always",
             f"--stop-timeout={STOP_TIMEOUT_S}",
         ]
-        for cap in NODE_CAPABILITIES:
+        for cap in (*NODE_CAPABILITIES, *(c for c in capabilities if c not in NODE_CAPABILITIES)):
             args += ["--cap-add", cap]
         for key, value in labels.items():
             args += ["--label", f"{key}={value}"]

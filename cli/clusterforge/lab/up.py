@@ -19,11 +19,13 @@ from pathlib import Path
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
-from clusterforge.lab import environment, readiness, test_repo
+from clusterforge.lab import environment, readiness, test_repo, vault
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.disks import DATA_DISK, LabDisks
 from clusterforge.lab.inventory import is_generated_for, remove_inventory, write_inventory
 from clusterforge.lab.model import (
+    FUSE_CAPABILITIES,
+    FUSE_DEVICE,
     LABEL,
     LABEL_DISK,
     LABEL_HOST,
@@ -66,6 +68,7 @@ class UpResult:
     created: list[str] = field(default_factory=list)  # containers this run created
     started: list[str] = field(default_factory=list)  # stopped containers it started
     hwreplay_ran: bool = False
+    vault_password_file: Path | None = None  # for ANSIBLE_VAULT_PASSWORD_FILE
 
 
 def resolve_spec(
@@ -197,11 +200,15 @@ def lab_up(ctx: LabContext, request: UpRequest) -> UpResult:
         with reporter.step("SSH login as ansible + sudo on every node"):
             readiness.wait_for_ssh(ctx, access, nodes, deadline)
         save_spec(ctx.root, spec)
+        # Before any playbook run: they all get the lab's vault password file.
+        storage = vault.ensure_storage(ctx.state_dir(spec.name))
+        result.vault_password_file = storage.password_file
         standin_vars = test_repo.serve(ctx, spec, nodes) if request.hwreplay else {}
         with reporter.step(f"write inventory {result.inventory}"):
-            write_inventory(result.inventory, spec.name, nodes, access, spec.subnet, standin_vars)
+            write_inventory(result.inventory, spec.name, nodes, access, spec.subnet, standin_vars, storage)
         if request.hwreplay:
             result.hwreplay_ran = run_hwreplay(ctx, result.inventory, nodes)
+        reporter.note(vault.password_note(storage.password_file))
     except BaseException:
         if request.keep_on_failure:
             reporter.warn(
@@ -249,14 +256,23 @@ def _bring_up(
         [node.ip for node in missing], AnsibleSettings(ctx.root).control_path_dir()
     )
     hosts = {node.host: node.ip for node in nodes}
+    if any(node.role.storage_client for node in missing) and not ctx.fuse_device.exists():
+        raise EnvironmentNotReady(
+            f"the storage clients of lab {spec.name!r} mount through FUSE, but this host has no "
+            f"{ctx.fuse_device}",
+            "load the fuse module (modprobe fuse), or bring the lab up without GPU and NPU nodes",
+        )
     if missing:
         with ctx.reporter.step(f"create {len(missing)} node containers"):
             for node in missing:
-                labels, devices = node_labels(node), {}
+                labels, devices, caps = node_labels(node), {}, ()
                 if node.role.data_disk:
                     device = _attach(disks, node, undo)
                     labels[LABEL_DISK] = device
                     devices[device] = DATA_DISK
+                if node.role.storage_client:
+                    devices[FUSE_DEVICE] = FUSE_DEVICE
+                    caps = FUSE_CAPABILITIES
                 podman.run_node(
                     name=node.container,
                     hostname=node.host,
@@ -266,6 +282,7 @@ def _bring_up(
                     hosts=hosts,
                     image=spec.image,
                     devices=devices,
+                    capabilities=caps,
                 )
                 undo.containers.append(node.container)
                 result.created.append(node.container)
@@ -289,7 +306,7 @@ def run_hwreplay(ctx: LabContext, inventory: Path, nodes: Sequence[Node]) -> boo
     if not playbook.is_file() or not any(node.hwreplay_profile for node in nodes):
         return False
     argv = [ansible_tool("ansible-playbook"), "-i", str(inventory), str(playbook)]
-    env = ansible_env()
+    env = vault.vault_env(ansible_env(), ctx.state_dir(nodes[0].lab))
     with ctx.reporter.step(f"install hardware replay ({HWREPLAY_PLAYBOOK})"):
         result = ctx.runner(argv, env=env, cwd=ctx.root, timeout=1800)
         if not result.ok:

@@ -24,6 +24,7 @@ from cfcore.files import UnsafeFile, read_text
 from cfcore.fleet import apply as apply_fleet_rule
 from cfcore.fleet import hca_firmware
 from cfcore.inputs import is_template
+from cfcore.juicefs import REDIS_ADDRESS_VARIABLES, default_meta_url
 from cfcore.versions import FORMATS as BOM_FORMATS
 from cfcore.versions import format_problem
 from rich.console import Console
@@ -160,7 +161,7 @@ def preflight(inventory: Inventory) -> dict[str, str | None]:
     skus: dict[str, str | None] = {}
     problems: list[InvalidInput] = []
     for host in inventory.targets:
-        inputs = inputs_of(inventory.vars_of(host))
+        inputs = _validation_inputs(inventory, host)
         skus[host] = inputs.get("node_sku") if isinstance(inputs.get("node_sku"), str) else None
         if is_template(inputs) or is_encrypted(inputs):
             continue  # only Ansible can resolve it (a template, a vault value): the playbook checks this host
@@ -288,9 +289,25 @@ def _inventory_inputs(
     inventory = load_inventory(inventory_path, allow_scripts=allow_scripts)
     if host not in inventory.hostvars and host not in inventory.groups.get("all", []):
         raise InvalidInput(f"host {host} is not in inventory {inventory_path}", "check --host")
-    inputs = inputs_of(inventory.vars_of(host))
+    inputs = _validation_inputs(inventory, host)
     origin = dict.fromkeys(inputs, f"inventory {inventory_path}")
     return {**inputs, "group_names": inventory.groups_of(host)}, origin
+
+
+def _validation_inputs(inventory: Inventory, host: str) -> dict[str, Any]:
+    """The host's validation inputs, with what playbooks/validate.yml adds from other hosts: the
+    default JuiceFS meta URL (the first juicefs_meta host's Redis) where the host mounts JuiceFS."""
+    hostvars = inventory.vars_of(host)
+    inputs = inputs_of(hostvars)
+    if inputs.get("juicefs_mounts"):
+        meta_hosts = inventory.group_hosts("juicefs_meta")
+        meta_vars: dict[str, Any] = {}
+        if meta_hosts:
+            view = inventory.vars_of(meta_hosts[0])
+            wanted = (*REDIS_ADDRESS_VARIABLES, "juicefs_redis_port")
+            meta_vars = {"inventory_hostname": meta_hosts[0], **{n: view[n] for n in wanted if n in view}}
+        inputs["juicefs_default_meta_url"] = default_meta_url(hostvars.get("juicefs_meta_url"), meta_vars)
+    return inputs
 
 
 def _add_skip_checks(hostvars: dict[str, Any], skip_checks: list[str]) -> None:

@@ -35,6 +35,8 @@ The capture layout (one file per command, `CAPTURE_LAYOUT` below):
     proc-driver-nvidia-version.txt     /proc/driver/nvidia/version
     etc-os-release.txt                 /etc/os-release
     ip-j-addr-show.json                ip -j addr show   (IPoIB interfaces, when planned)
+    juicefs-status-<n>.json            juicefs status META-URL   (each JuiceFS mount; storage.juicefs_session)
+    ceph-health.json                   ceph --id X health --format json   (storage.ceph_health)
     proc-modules.txt                   /proc/modules   (nvidia_peermem)
     sys/class/infiniband/...           the HCA sysfs tree (files only)
     meta.json                          {"hostname", "node_sku", "captured_at", ...}
@@ -118,6 +120,10 @@ CAPTURE_LAYOUT = (
     (("ppu-smi", "-L"), "ppu-smi-L.txt"),
     (("ppu-smi", "-q"), "ppu-smi-q.txt"),
     (("ip", "-j", "addr", "show"), "ip-j-addr-show.json"),
+    # Shared storage: a capture holds `juicefs status` of each JuiceFS mount (numbered: the
+    # meta URL is no file name) and the health of the Ceph cluster the node's keyring reads.
+    (("juicefs", "status", "{n}"), "juicefs-status-{n}.json"),
+    (("ceph", "health", "--format", "json"), "ceph-health.json"),
 )
 # Kinds whose empty output is a legitimate empty result: a kernel log ring buffer can be empty.
 EMPTY_RESULTS = {"xid": {"events": []}}
@@ -173,7 +179,8 @@ class LiveSource:
         search = os.pathsep.join([self.env.get("PATH", ""), *self.extra_dirs])
         return shutil.which(tool, path=search)
 
-    def run(self, argv, timeout: float = 30) -> tuple:
+    def run(self, argv, timeout: float = 30, env: dict | None = None) -> tuple:
+        """(rc, stdout, stderr); `env` adds variables for this command only (secrets: never argv)."""
         path = self.which(argv[0])
         if path is None:
             return RC_NOT_FOUND, "", f"{argv[0]} not found on PATH"
@@ -183,7 +190,7 @@ class LiveSource:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=self.env,
+                env={**self.env, **env} if env else self.env,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -368,11 +375,16 @@ class Collector:
         self.timeouts = timeouts or {}
         self._cache: dict = {}
 
-    def run(self, argv, kind: str | None = None, timeout: float | None = None) -> Output:
-        """Run `argv` once per node and parse its stdout as `kind` (a cfcore.parsers kind)."""
+    def run(
+        self, argv, kind: str | None = None, timeout: float | None = None, env: dict | None = None
+    ) -> Output:
+        """Run `argv` once per node and parse its stdout as `kind` (a cfcore.parsers kind).
+
+        `env`: extra environment of this command (a live source only; a capture ignores it).
+        """
         key = (tuple(argv), kind)
         if key not in self._cache:
-            self._cache[key] = self._collect(tuple(argv), kind, timeout)
+            self._cache[key] = self._collect(tuple(argv), kind, timeout, env)
         return self._cache[key]
 
     def prefetch(self, requests, workers: int = 16) -> None:
@@ -385,13 +397,18 @@ class Collector:
             for future in futures:
                 future.result()
 
-    def _collect(self, argv: tuple, kind: str | None, timeout: float | None) -> Output:
+    def _collect(
+        self, argv: tuple, kind: str | None, timeout: float | None, env: dict | None = None
+    ) -> Output:
         command = command_line(argv)
         limit = timeout or self.timeouts.get(argv[0], 30)
         file = self.source.file_for(argv)
         started = time.monotonic()
         try:
-            rc, out, err = self.source.run(list(argv), limit)
+            if env and self.source.kind == "live":
+                rc, out, err = self.source.run(list(argv), limit, env=env)
+            else:
+                rc, out, err = self.source.run(list(argv), limit)
         except Exception as exc:  # a source's bug must cost this command, not the node's validation
             return Output(
                 command, "failed", rc=1, error=f"{command} could not be run: {_describe(exc)}", file=file

@@ -12,7 +12,13 @@ disagree:
        "sysfs_root": "/", "skip_checks": ["gpu.mig"], "os_release": "debian 12",
        "root_min_free_gib": 10, "ipoib_interfaces": [{name, address, ...}],
        "roce": {interfaces, trust, pfc_priority, ...} or None, "peermem_required": None,
-       "only_checks": None}
+       "only_checks": None,
+       "juicefs_mounts": [{path, meta_url, env_file, volume}], "ceph_health": {cluster, client,
+       conf, keyring} or None}
+
+  `required_mounts` items are paths (presence only) or {path, fstype, writable}: the
+  host's own `juicefs_mounts` and `ceph_cephfs_mounts` are added as {path, fstype,
+  writable: true} whatever `validate_mount_groups` says (they are that host's plan).
 
   checking each input once (docs/design.md names the variables).
 - `normalize(expected)` (node: `node_validate`, and `build_expected` itself)
@@ -70,7 +76,27 @@ INPUT_VARIABLES = (
     "validate_peermem_required",
     IPOIB_VARIABLE,
     *(f"fabric_roce_{key}" for key in ROCE_KEYS),
+    # Shared storage (docs/design.md, Shared storage): the host's mounts and the site's volumes.
+    "juicefs_mounts",
+    "juicefs_volumes",
+    # A volume's meta URL where it has none: juicefs_meta_url, else the first juicefs_meta host's
+    # Redis (cfcore.juicefs.default_meta_url; playbooks/validate.yml and the CLI pass it in, since
+    # a filter sees one host's variables).
+    "juicefs_default_meta_url",
+    "ceph_cephfs_mounts",
+    "ceph_cluster_name",
+    "ceph_client_keyrings",
+    "validate_ceph_health_client",
 )
+# Read only where the host mounts JuiceFS: site-wide values that are often templated or vaulted.
+JUICEFS_SITE_VARIABLES = (
+    "juicefs_volumes",
+    "juicefs_default_meta_url",
+)
+JUICEFS_FSTYPE = "fuse.juicefs"
+CEPH_FUSE_FSTYPE = "fuse.ceph-fuse"  # what ceph-fuse shows in /proc/mounts
+CEPH_KERNEL_FSTYPE = "ceph"
+MOUNT_FSTYPES = (JUICEFS_FSTYPE, CEPH_FUSE_FSTYPE, CEPH_KERNEL_FSTYPE)
 SKU_FIX = (
     "fix the SKU in plugins/module_utils/cfcore/data/skus.yml or the inventory's clusterforge_sku_catalog"
 )
@@ -85,8 +111,30 @@ class InvalidExpectation(InputError):
 
 
 def inputs_of(hostvars: dict) -> dict:
-    """The variables build_expected reads, from all of a host's variables."""
-    return {name: hostvars[name] for name in INPUT_VARIABLES if name in hostvars}
+    """The variables build_expected reads, from all of a host's variables.
+
+    The JuiceFS site variables only where the host mounts JuiceFS, and of `juicefs_volumes`
+    only each volume's name and meta_url: their keys and passwords are no input of validation.
+    """
+    return _storage_view({name: hostvars[name] for name in INPUT_VARIABLES if name in hostvars})
+
+
+def _storage_view(hostvars: dict) -> dict:
+    """`hostvars` without the JuiceFS site variables where the host mounts no JuiceFS, and with
+    only the name and meta_url of each volume (secrets stay out of validation)."""
+    view = dict(hostvars)
+    if not view.get("juicefs_mounts"):
+        for name in JUICEFS_SITE_VARIABLES:
+            view.pop(name, None)
+    elif isinstance(view.get("juicefs_volumes"), list):
+        view["juicefs_volumes"] = [_volume_view(v) for v in view["juicefs_volumes"]]
+    return view
+
+
+def _volume_view(volume):
+    if not isinstance(volume, dict):
+        return volume
+    return {key: volume[key] for key in ("name", "meta_url") if key in volume}
 
 
 class SkuResolver:
@@ -110,6 +158,7 @@ class SkuResolver:
 
 def build_expected(host: str, hostvars: dict, resolver: SkuResolver | None = None) -> dict:
     """The node_validate parameters (all but `level`) of `host`; errors name the host and variable."""
+    hostvars = _storage_view(hostvars)
     templated = sorted(name for name in INPUT_VARIABLES if is_template(hostvars.get(name)))
     if templated:
         raise InvalidExpectation(
@@ -132,9 +181,7 @@ def build_expected(host: str, hostvars: dict, resolver: SkuResolver | None = Non
         "node_sku": node_sku,
         "sku": sku,
         "bom": _bom(host, hostvars),
-        "required_mounts": _string_list(host, hostvars, "validate_required_mounts")
-        if _runs_jobs(host, hostvars)
-        else [],
+        "required_mounts": _required_mounts(host, hostvars),
         "hccn_devices": hostvars.get("hccn_devices") or [],
         "sysfs_root": hostvars.get("validate_sysfs_root", hostvars.get("sysfs_root")) or "/",
         "skip_checks": _string_list(host, hostvars, "validate_skip_checks"),
@@ -144,6 +191,8 @@ def build_expected(host: str, hostvars: dict, resolver: SkuResolver | None = Non
         "roce": roce_values(hostvars),
         "peermem_required": hostvars.get("validate_peermem_required"),
         "only_checks": hostvars.get("validate_only_checks"),
+        "juicefs_mounts": _juicefs_sessions(host, hostvars),
+        "ceph_health": _ceph_health_plan(host, hostvars),
     }
     try:
         normalize(expected)
@@ -190,6 +239,156 @@ def _runs_jobs(host: str, hostvars: dict) -> bool:
     return bool(set(member_of) & set(groups))
 
 
+# ------------------------------------------------------------ shared storage ----
+
+JUICEFS_MOUNTS_FIX = (
+    "write juicefs_mounts as a list of {volume, path, ...}, e.g. [{volume: jfs, path: /mnt/jfs}]"
+)
+CEPHFS_MOUNTS_FIX = (
+    "write ceph_cephfs_mounts as a list of {path, client, type: fuse|kernel, ...}, "
+    "e.g. [{path: /mnt/cephfs, client: fsuser}]"
+)
+
+
+def _mount_list(host: str, hostvars: dict, name: str, fix: str) -> list:
+    value = hostvars.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidExpectation(f"host {host}: variable {name} must be a list, got {value!r}", fix)
+    for index, item in enumerate(value):
+        path = item.get("path") if isinstance(item, dict) else None
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidExpectation(
+                f"host {host}: variable {name}[{index}] needs an absolute path, got {item!r}", fix
+            )
+    return value
+
+
+def _required_mounts(host: str, hostvars: dict) -> list:
+    """validate_required_mounts on the job groups, plus the host's own JuiceFS and CephFS mounts."""
+    planned = _string_list(host, hostvars, "validate_required_mounts") if _runs_jobs(host, hostvars) else []
+    mounts: list = list(planned)
+    for item in _mount_list(host, hostvars, "juicefs_mounts", JUICEFS_MOUNTS_FIX):
+        volume = item.get("volume")
+        if not isinstance(volume, str) or not volume:
+            raise InvalidExpectation(
+                f"host {host}: variable juicefs_mounts entry {item['path']} names no volume",
+                JUICEFS_MOUNTS_FIX,
+            )
+        mounts.append(
+            {
+                "path": item["path"],
+                "fstype": JUICEFS_FSTYPE,
+                "writable": True,
+                "unit": f"juicefs-{volume}.service",
+            }
+        )
+    for index, item in enumerate(_mount_list(host, hostvars, "ceph_cephfs_mounts", CEPHFS_MOUNTS_FIX)):
+        kind = item.get("type") or "fuse"
+        if kind not in ("fuse", "kernel"):
+            raise InvalidExpectation(
+                f"host {host}: variable ceph_cephfs_mounts[{index}].type must be fuse or kernel, "
+                f"got {kind!r}",
+                CEPHFS_MOUNTS_FIX,
+            )
+        fstype = CEPH_FUSE_FSTYPE if kind == "fuse" else CEPH_KERNEL_FSTYPE
+        mounts.append({"path": item["path"], "fstype": fstype, "writable": True})
+    # One entry per path: the storage plan's (with its type) wins over a plain path.
+    by_path: dict = {}
+    for item in mounts:
+        path = (item if isinstance(item, str) else item["path"]).rstrip("/") or "/"
+        if path not in by_path or not isinstance(item, str):
+            by_path[path] = item
+    return list(by_path.values())
+
+
+def _juicefs_sessions(host: str, hostvars: dict) -> list:
+    """One {path, meta_url, env_file, volume} per JuiceFS mount of the host (storage.juicefs_session)."""
+    mounts = _mount_list(host, hostvars, "juicefs_mounts", JUICEFS_MOUNTS_FIX)
+    if not mounts:
+        return []
+    volumes = hostvars.get("juicefs_volumes") or []
+    if not isinstance(volumes, list):
+        raise InvalidExpectation(
+            f"host {host}: variable juicefs_volumes must be a list of {{name, meta_url, ...}}, "
+            f"got {volumes!r}",
+            "define the volumes once in group_vars/all/storage.yml",
+        )
+    by_name = {v.get("name"): v for v in volumes if isinstance(v, dict)}
+    sessions = []
+    for item in mounts:
+        volume = item.get("volume")
+        if volume not in by_name:
+            raise InvalidExpectation(
+                f"host {host}: juicefs_mounts entry {item['path']} names volume {volume!r}, "
+                f"which juicefs_volumes does not define (it has: {', '.join(map(str, by_name)) or 'none'})",
+                "add the volume to juicefs_volumes (group_vars/all/storage.yml) or fix the mount's volume",
+            )
+        sessions.append(
+            {
+                "path": item["path"],
+                "meta_url": _meta_url(host, hostvars, by_name[volume]),
+                "env_file": f"/etc/juicefs/{volume}.env",
+                "volume": volume,
+            }
+        )
+    return sessions
+
+
+def _meta_url(host: str, hostvars: dict, volume: dict) -> str:
+    """The volume's meta_url, else juicefs_default_meta_url (juicefs_meta_url, else the first
+    juicefs_meta host's Redis)."""
+    for value in (volume.get("meta_url"), hostvars.get("juicefs_default_meta_url")):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    raise InvalidExpectation(
+        f"host {host}: JuiceFS volume {volume.get('name')} has no meta_url, juicefs_meta_url is unset "
+        "and the juicefs_meta group has no host",
+        "set meta_url on the volume or juicefs_meta_url, or put the Redis host in the juicefs_meta group",
+    )
+
+
+def _ceph_health_plan(host: str, hostvars: dict):
+    """{cluster, client, conf, keyring} of storage.ceph_health, or None (the host reads no cluster)."""
+    client = hostvars.get("validate_ceph_health_client")
+    if client is False or client == "":
+        return None
+    cluster = hostvars.get("ceph_cluster_name") or "ceph"
+    if not isinstance(cluster, str) or not cluster.replace("-", "").replace("_", "").isalnum():
+        raise InvalidExpectation(
+            f"host {host}: variable ceph_cluster_name must be a plain name, got {cluster!r}",
+            'leave it unset ("ceph") or give the cluster name',
+        )
+    if client is None:
+        keyrings = hostvars.get("ceph_client_keyrings") or []
+        if not isinstance(keyrings, list):
+            raise InvalidExpectation(
+                f"host {host}: variable ceph_client_keyrings must be a list of client names, "
+                f"got {keyrings!r}",
+                "e.g. ceph_client_keyrings: [fsuser]",
+            )
+        if "ceph_mon" in (hostvars.get("group_names") or []):
+            client = "admin"
+        elif keyrings:
+            client = keyrings[0]
+        else:
+            return None
+    if not isinstance(client, str) or not client.strip() or client.startswith("client."):
+        raise InvalidExpectation(
+            f"host {host}: variable validate_ceph_health_client must be a client name without "
+            f"'client.', got {client!r}",
+            "e.g. validate_ceph_health_client: admin (false: no storage.ceph_health on this host)",
+        )
+    client = client.strip()
+    return {
+        "cluster": cluster,
+        "client": client,
+        "conf": f"/etc/ceph/{cluster}.conf",
+        "keyring": f"/etc/ceph/{cluster}.client.{client}.keyring",
+    }
+
+
 def _string_list(host: str, hostvars: dict, name: str) -> list:
     value = hostvars.get(name)
     if value is None:
@@ -226,12 +425,7 @@ def normalize(expected: dict) -> dict:
         raise InvalidExpectation(
             "bom must be a mapping of the version variables", "see group_vars/all/versions.yml"
         )
-    mounts = expected.get("required_mounts") or []
-    if not isinstance(mounts, list) or not all(isinstance(m, str) and m.startswith("/") for m in mounts):
-        raise InvalidExpectation(
-            f"validate_required_mounts must be a list of absolute paths, got {mounts!r}",
-            "list absolute mount points in group_vars/all/storage.yml, e.g. [/mnt/jfs]",
-        )
+    mounts = _normal_mounts(expected.get("required_mounts") or [])
     skip = expected.get("skip_checks") or []
     unknown = [c for c in skip if c not in CHECK_IDS] if isinstance(skip, list) else [skip]
     if unknown:
@@ -259,7 +453,7 @@ def normalize(expected: dict) -> dict:
         "hca": sku["hca"],
         "npu_nics": sku["npu_nics"],
         "bom": {k: str(v) for k, v in bom.items() if v is not None},
-        "required_mounts": list(mounts),
+        "required_mounts": mounts,
         "hccn_devices": _hccn_devices(expected.get("hccn_devices")),
         "sysfs_root": sysfs_root,
         "skip_checks": list(skip),
@@ -269,6 +463,111 @@ def normalize(expected: dict) -> dict:
         "roce": _roce(expected.get("roce")),
         "peermem_required": _peermem_required(expected.get("peermem_required"), accel, sku["hca"]),
         "only_checks": only_checks(expected.get("only_checks")),
+        "juicefs_mounts": _normal_juicefs(expected.get("juicefs_mounts")),
+        "ceph_health": _normal_ceph_health(expected.get("ceph_health")),
+    }
+
+
+MOUNTS_FIX = (
+    "list absolute mount points in group_vars/all/storage.yml, e.g. [/mnt/jfs], or "
+    "{path, fstype, writable} items, e.g. {path: /mnt/jfs, fstype: fuse.juicefs, writable: true}"
+)
+
+
+def _normal_mounts(mounts) -> list:
+    """Required mounts as [{path, fstype (or None), writable, unit (or None)}]."""
+    if not isinstance(mounts, list):
+        raise InvalidExpectation(f"validate_required_mounts must be a list, got {mounts!r}", MOUNTS_FIX)
+    out = []
+    for item in mounts:
+        if isinstance(item, str):
+            item = {"path": item}
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("path"), str)
+            or not item["path"].startswith("/")
+        ):
+            raise InvalidExpectation(
+                f"validate_required_mounts must be a list of absolute paths or {{path, fstype, writable}}, "
+                f"got {item!r}",
+                MOUNTS_FIX,
+            )
+        unknown = sorted(set(item) - {"path", "fstype", "writable", "unit"})
+        fstype = item.get("fstype")
+        writable = item.get("writable", False)
+        if unknown or (fstype is not None and not isinstance(fstype, str)) or not isinstance(writable, bool):
+            raise InvalidExpectation(
+                f"validate_required_mounts entry {item['path']}: "
+                + (
+                    f"unknown keys {', '.join(unknown)}"
+                    if unknown
+                    else f"bad fstype {fstype!r} or writable {writable!r}"
+                ),
+                MOUNTS_FIX,
+            )
+        out.append(
+            {
+                "path": item["path"].rstrip("/") or "/",
+                "fstype": fstype or None,
+                "writable": writable,
+                "unit": item.get("unit") or None,
+            }
+        )
+    return out
+
+
+def _normal_juicefs(mounts) -> list:
+    if mounts is None:
+        return []
+    fix = (
+        "give juicefs_mounts as [{path, meta_url, env_file}] "
+        "(cf_validation_expected builds it from the inventory)"
+    )
+    if not isinstance(mounts, list):
+        raise InvalidExpectation(f"juicefs_mounts must be a list, got {mounts!r}", fix)
+    out = []
+    for index, item in enumerate(mounts):
+        if not isinstance(item, dict):
+            raise InvalidExpectation(f"juicefs_mounts[{index}] must be a mapping, got {item!r}", fix)
+        path, meta_url, env_file = item.get("path"), item.get("meta_url"), item.get("env_file")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidExpectation(
+                f"juicefs_mounts[{index}].path must be an absolute path, got {path!r}", fix
+            )
+        if not isinstance(meta_url, str) or "://" not in meta_url:
+            raise InvalidExpectation(
+                f"juicefs_mounts[{index}].meta_url must be a metadata engine URL, got {meta_url!r}", fix
+            )
+        if env_file is not None and (not isinstance(env_file, str) or not env_file.startswith("/")):
+            raise InvalidExpectation(
+                f"juicefs_mounts[{index}].env_file must be an absolute path, got {env_file!r}", fix
+            )
+        out.append(
+            {
+                "path": path.rstrip("/") or "/",
+                "meta_url": meta_url,
+                "env_file": env_file,
+                "volume": item.get("volume"),
+            }
+        )
+    return out
+
+
+def _normal_ceph_health(plan):
+    if plan is None or plan == {}:
+        return None
+    fix = "give ceph_health as {cluster, client, conf, keyring} or null (set validate_ceph_health_client)"
+    if not isinstance(plan, dict):
+        raise InvalidExpectation(f"ceph_health must be a mapping or null, got {plan!r}", fix)
+    client = plan.get("client")
+    if not isinstance(client, str) or not client:
+        raise InvalidExpectation(f"ceph_health.client must be a client name, got {client!r}", fix)
+    cluster = plan.get("cluster") or "ceph"
+    return {
+        "cluster": cluster,
+        "client": client,
+        "conf": plan.get("conf") or f"/etc/ceph/{cluster}.conf",
+        "keyring": plan.get("keyring") or f"/etc/ceph/{cluster}.client.{client}.keyring",
     }
 
 

@@ -12,7 +12,8 @@ API (used by the `node_validate` module and `clusterforge validate --from-captur
 directory written by tools/cf-capture.sh; nothing runs). `expected`:
 {"node_sku", "sku", "bom", "required_mounts", "hccn_devices", "sysfs_root",
 "skip_checks", "os_release", "root_min_free_gib", "ipoib_interfaces", "roce",
-"peermem_required", "only_checks"} as docs/design.md describes; a malformed one raises
+"peermem_required", "only_checks", "juicefs_mounts", "ceph_health"} as docs/design.md
+describes (`required_mounts` items: a path, or {path, fstype, writable}); a malformed one raises
 InvalidExpectation (a ValueError) whose message names the variable and the fix.
 `level`: "quick" (seconds) or "full" (adds `dcgmi diag -r 2`, minutes).
 `check_mode`: Ansible's check mode: nothing that loads the GPUs runs, so
@@ -43,6 +44,7 @@ from .checks import (
     NODE_CHECKS,
     NPU_CHECKS,
     PPU_CHECKS,
+    STORAGE_CHECKS,
     ascend,
     dcgm,
     gpudirect,
@@ -50,6 +52,7 @@ from .checks import (
     nvidia,
     ppu,
     roce,
+    storage,
 )
 from .checks import node as node_checks
 from .checks.common import as_int, crashed, unavailable
@@ -227,6 +230,7 @@ class _NodeRun:
             (self._accelerator_checks, GPU_CHECKS + GPU_FULL_CHECKS + NPU_CHECKS + PPU_CHECKS),
             (self._fabric_checks, FABRIC_CHECKS),
             (self._node_checks, NODE_CHECKS),
+            (self._storage_checks, STORAGE_CHECKS),
         )
         for group, ids in groups:
             if not self._wanted(ids):
@@ -464,11 +468,117 @@ class _NodeRun:
         plan = self.exp.get("os_release")
         os_release = self.collector.read("/etc/os-release") if plan else None
         return [
-            check("node.mounts", node_checks.node_mounts, mounts, self.exp["required_mounts"]),
+            self._mounts(mounts),
             check("node.time_sync", node_checks.node_time_sync, chrony, timedatectl),
             self._root_fs(),
             check("node.os_release", node_checks.node_os_release, os_release, plan),
         ]
+
+    def _mounts(self, mounts) -> dict:
+        """node.mounts: presence and type from the mount table; live, a probe file on each writable one."""
+        required = self.exp["required_mounts"]
+        capture = self.source.kind == "capture"
+        probes = {}
+        try:
+            if mounts is not None and mounts.ok and not capture:
+                points = node_checks.mount_points(mounts.text)
+                host = self.source.hostname()
+                for spec in required:
+                    path = spec["path"]
+                    wanted_type = spec.get("fstype")
+                    if (
+                        spec.get("writable")
+                        and path in points
+                        and (not wanted_type or points[path][1] == wanted_type)
+                    ):
+                        probes[path] = storage.probe_writable(path, host)
+        except Exception as exc:
+            return crashed("node.mounts", exc, (mounts,))
+        return self._check("node.mounts", node_checks.node_mounts, mounts, required, probes, capture)
+
+    # -- shared storage -------------------------------------------------------------
+
+    def _hostnames(self) -> list:
+        name = self.source.hostname()
+        return [name, name.split(".")[0]]
+
+    def _storage_checks(self) -> list[dict]:
+        return [self._juicefs_session(), self._ceph_health()]
+
+    def _juicefs_session(self) -> dict:
+        check_id = "storage.juicefs_session"
+        mounts = self.exp["juicefs_mounts"]
+        if not mounts:
+            return self._check(check_id, storage.storage_juicefs_session, [], {}, self._hostnames())
+        outputs: dict = {}
+        try:
+            if self.source.kind == "capture":
+                captured = []
+                for number in range(64):  # juicefs-status-<n>.json, numbered from 0
+                    output = self.collector.run(("juicefs", "status", str(number)), "juicefs-status")
+                    if output.state == "not_captured":
+                        break
+                    captured.append(output)
+                if not captured:
+                    captured = [self.collector.run(("juicefs", "status", "0"), "juicefs-status")]
+                outputs = {mount["path"]: captured for mount in mounts}
+            else:
+                outputs = {mount["path"]: [self._juicefs_status(mount)] for mount in mounts}
+        except Exception as exc:  # collecting must cost this check only
+            return crashed(check_id, exc)
+        return self._check(check_id, storage.storage_juicefs_session, mounts, outputs, self._hostnames())
+
+    def _juicefs_status(self, mount: dict):
+        """`juicefs status <meta_url>` with the env file's variables (META_PASSWORD), secrets scrubbed."""
+        argv = ("juicefs", "status", mount["meta_url"])
+        shown = storage.scrub(" ".join(argv))
+        env_file = mount.get("env_file")
+        env: dict = {}
+        if env_file:
+            try:
+                env = storage.read_env_file(env_file)
+            except (OSError, ValueError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                return Output(
+                    shown,
+                    "failed",
+                    rc=1,
+                    error=f"cannot read the env file {env_file} ({why}): the juicefs role writes it (0600)",
+                )
+        output = self.collector.run(argv, "juicefs-status", storage.JUICEFS_TIMEOUT_S, env=env or None)
+        secrets = [
+            value for key, value in env.items() if "PASSWORD" in key or "SECRET" in key or "KEY" in key
+        ]
+        output.command = shown
+        output.error = storage.scrub(output.error, secrets)
+        output.stderr = storage.scrub(output.stderr, secrets)
+        output.text = storage.scrub(output.text, secrets)
+        return output
+
+    def _ceph_health(self) -> dict:
+        check_id = "storage.ceph_health"
+        plan = self.exp["ceph_health"]
+        if not plan:
+            return self._check(check_id, storage.storage_ceph_health, None, None)
+        keyring_error = ""
+        try:
+            if self.source.kind == "capture":
+                output = self.collector.run(("ceph", "health", "--format", "json"), "ceph-health")
+            else:
+                keyring = plan["keyring"]
+                if not os.path.exists(keyring):
+                    keyring_error = f"the keyring {keyring} of client.{plan['client']} does not exist"
+                    output = None
+                elif not os.access(keyring, os.R_OK):
+                    keyring_error = f"the keyring {keyring} of client.{plan['client']} is not readable"
+                    output = None
+                else:
+                    output = self.collector.run(
+                        storage.ceph_health_argv(plan), "ceph-health", storage.CEPH_TIMEOUT_S
+                    )
+        except Exception as exc:
+            return crashed(check_id, exc)
+        return self._check(check_id, storage.storage_ceph_health, output, plan, keyring_error)
 
     def _root_fs(self) -> dict:
         space = self.collector.root_fs()

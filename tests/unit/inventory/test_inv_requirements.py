@@ -99,7 +99,7 @@ def test_a_required_role_option_is_checked_on_the_hosts_of_its_play(tmp_path, ca
     [
         ("group_vars/all/scheduler.yml", "k8s_version"),
         ("group_vars/all/scheduler.yml", "slurm_version"),
-        ("group_vars/all/storage.yml", "juicefs_volume_name"),
+        ("group_vars/all/storage.yml", "ceph_rgw_vip"),
         ("group_vars/all/monitoring.yml", "monitoring_prometheus_version"),
     ],
 )

@@ -80,8 +80,15 @@ def progress() -> io.StringIO:
 def ctx(checkout, host, clock, routes, progress, monkeypatch) -> LabContext:
     monkeypatch.delenv("CONTAINERS_CONF", raising=False)
     monkeypatch.delenv("CF_NODE_IMAGE", raising=False)
-    for var in ("ANSIBLE_SSH_CONTROL_PATH_DIR", "ANSIBLE_CACHE_PLUGIN", "ANSIBLE_CACHE_PLUGIN_CONNECTION"):
+    for var in (
+        "ANSIBLE_SSH_CONTROL_PATH_DIR",
+        "ANSIBLE_CACHE_PLUGIN",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION",
+        "ANSIBLE_VAULT_PASSWORD_FILE",
+    ):
         monkeypatch.delenv(var, raising=False)
+    fuse = checkout.parent / "dev-fuse"  # the host's /dev/fuse, as far as the lab looks at it
+    fuse.touch()
     return LabContext(
         root=checkout,
         podman=Podman(host, checkout / "images" / "node" / "containers.conf"),
@@ -92,4 +99,5 @@ def ctx(checkout, host, clock, routes, progress, monkeypatch) -> LabContext:
         geteuid=lambda: 0,
         which=lambda tool: f"/usr/bin/{tool}",
         route_table=routes,
+        fuse_device=fuse,
     )

@@ -83,6 +83,7 @@ class FakeContainer:
     authorized_keys: str = ""
     host_keys: list[str] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)  # --device values
+    caps: list[str] = field(default_factory=list)  # --cap-add values
 
 
 class FakeHost:
@@ -226,6 +227,7 @@ class FakeHost:
             labels=labels_of(options),
             image=positionals[0],
             devices=options.get("--device", []),
+            caps=options.get("--cap-add", []),
             polls_until_booted=self.boot_polls,
             boot_result=self.boot_result,
             host_keys=[f"ssh-ed25519 AAAAkey-of-{name}", f"ecdsa-sha2-nistp256 AAAAecdsa-of-{name}"],

@@ -52,6 +52,9 @@ def test_hosts_follow_the_inventory_model(nodes, access):
         "slurm_controller": ["lab-ctl-01"],
         "slurm_workers": ["lab-gpu-01", "lab-gpu-02"],
         "monitoring": ["lab-ctl-01"],
+        "ceph_mgr": [],
+        "ceph_mds": ["lab-sto-01"],
+        "ceph_rgw": ["lab-sto-01"],
     }
     assert hosts["lab-ctl-01"] == {
         "ansible_host": "10.89.100.11",
@@ -122,10 +125,11 @@ def test_site_vars_give_each_group_what_its_roles_need(nodes, access):
         {"name": "gpu", "nodes_group": "gpu_nvidia", "default": True, "max_time": "1-00:00:00"}
     ]
     assert 'slurm_version: "22.05.8"' in files["group_vars/all/scheduler.yml"]
-    storage = yaml.safe_load(files["group_vars/all/storage.yml"])
-    assert storage["ceph_public_network"] == storage["ceph_cluster_network"] == SUBNET
-    assert (storage["juicefs_meta_engine"], storage["juicefs_volume_name"]) == ("redis", "cf-lab")
-    assert yaml.safe_load(files["group_vars/ceph_osd.yml"]) == {"ceph_osd_devices": ["/dev/vdb"]}
+    assert "group_vars/all/storage.yml" not in files  # no storage state given: no storage plan
+    assert yaml.safe_load(files["group_vars/ceph_osd.yml"]) == {
+        "ceph_osd_devices": ["/dev/vdb"],
+        "ceph_osd_method": "raw",
+    }
     assert yaml.safe_load(files["group_vars/all/monitoring.yml"]) == {
         "monitoring_prometheus_version": "2.42.0"
     }

@@ -43,7 +43,7 @@ def test_roles_follow_the_inventory_model():
     }
     assert set(ROLES["gpu"].groups) == {"gpu_nvidia", "slurm_workers"}
     assert set(ROLES["npu"].groups) == {"npu_ascend", "k8s_workers"}
-    assert set(ROLES["storage"].groups) == {"storage", "ceph_mon", "ceph_osd"}
+    assert set(ROLES["storage"].groups) == {"storage", "ceph_mon", "ceph_osd", "ceph_mds", "ceph_rgw"}
     assert {r.name: r.node_sku for r in ROLES.values()} == {
         "control": "cpu-generic",
         "gpu": "hgx-h100-8gpu",

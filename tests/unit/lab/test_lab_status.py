@@ -90,7 +90,9 @@ def test_inventory_of_an_absent_lab(ctx):
         refresh_inventory(ctx, "lab")
 
 
-def test_inventory_without_the_labs_record_takes_the_subnet_from_podman(ctx, checkout, running_lab):
+def test_inventory_without_the_labs_record_takes_the_subnet_from_podman(ctx, checkout):
+    counts = {**SMALL, "storage": 1}
+    lab_up(ctx, UpRequest(name="lab", counts=counts, profiles={"lab-npu-01": "910b-hbm-ecc"}))
     (checkout / ".cache" / "lab" / "lab" / "lab.json").unlink()
     inventory = refresh_inventory(ctx, "lab")
     storage = yaml.safe_load((inventory / "group_vars" / "all" / "storage.yml").read_text())

@@ -12,7 +12,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "parsers"
 KIND_NAMES = [
     "nvidia-smi-q", "nvidia-smi-q-xml", "nvidia-smi-csv", "nvidia-smi-topo", "nvidia-smi-nvlink",
     "npu-smi-info", "npu-smi-board", "npu-smi-health", "hccn-ip", "hccn-link", "hccn-net-health",
-    "ibstat", "lspci", "xid", "ppu-smi-list", "ppu-smi-q",
+    "ibstat", "lspci", "xid", "ppu-smi-list", "ppu-smi-q", "juicefs-status", "ceph-health",
 ]  # fmt: skip
 
 # Every fixture and the one KIND it is the output of (None: an error output no KIND accepts).
@@ -66,7 +66,8 @@ FIXTURE_KINDS = {
     "kernel/dmesg_healthy.txt": "xid",
     "kernel/dmesg_not_permitted.txt": None,
     "garbage/error_page.html": None,
-    "garbage/ceph_status.txt": None,
+    # `ceph -s` of a healthy cluster: garbage to every accelerator parser, the ceph-health kind's own.
+    "garbage/ceph_status.txt": "ceph-health",
     "garbage/shell_error.txt": None,
     "garbage/blank.txt": None,
 }

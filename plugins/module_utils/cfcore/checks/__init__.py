@@ -1,4 +1,5 @@
-"""Node validation checks, one module per area: nvidia, gpudirect, infiniband, roce, ascend, ppu, node, dcgm.
+"""Node validation checks, one module per area: nvidia, gpudirect, infiniband, roce, ascend, ppu, node, dcgm,
+storage.
 
 Check ids are fixed: reports, tests and quarantine reasons use them.
 """
@@ -40,8 +41,12 @@ NPU_CHECKS = (
 PPU_CHECKS = ("ppu.tool", "ppu.count", "ppu.model", "ppu.health", "ppu.sdk_version")
 # Every node has these, with accelerators or without (control, storage): each gets a real verdict.
 NODE_CHECKS = ("node.mounts", "node.time_sync", "node.root_fs", "node.os_release")
+# Shared storage (checks/storage.py): JuiceFS sessions of the host's mounts, the Ceph cluster's health.
+STORAGE_CHECKS = ("storage.juicefs_session", "storage.ceph_health")
 
 # The compute fabric's checks (playbooks/fabric.yml validates these only).
 FABRIC_CHECKS = IB_CHECKS + ROCE_CHECKS
 
-CHECK_IDS = GPU_CHECKS + GPU_FULL_CHECKS + FABRIC_CHECKS + NPU_CHECKS + PPU_CHECKS + NODE_CHECKS
+CHECK_IDS = (
+    GPU_CHECKS + GPU_FULL_CHECKS + FABRIC_CHECKS + NPU_CHECKS + PPU_CHECKS + NODE_CHECKS + STORAGE_CHECKS
+)

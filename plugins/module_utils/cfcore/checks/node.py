@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..inputs import InputError
 from ..results import errored, evidence, failed, passed, skipped, warned
+from ..systemd import path_unit
 from .common import unavailable
 
 
@@ -31,29 +33,100 @@ def _unescape(value: str) -> str:
     return "".join(out)
 
 
-def node_mounts(mounts, required: list[str]) -> dict:
+def mount_unit(path: str) -> str:
+    """The systemd .mount unit of a mount point (`systemd-escape --path --suffix=mount`)."""
+    try:
+        return path_unit(path)
+    except InputError:
+        return f"the .mount unit of {path}"
+
+
+def _mount_spec(item) -> dict:
+    """A required mount as a dict: a plain path (presence only) or {path, fstype, writable, unit}."""
+    if isinstance(item, str):
+        item = {"path": item}
+    return {
+        "path": str(item["path"]).rstrip("/") or "/",
+        "fstype": item.get("fstype") or None,
+        "writable": bool(item.get("writable")),
+        "unit": item.get("unit") or None,
+    }
+
+
+def _unit_of(spec: dict) -> str:
+    if spec["unit"]:
+        return spec["unit"]
+    if spec["fstype"] == "fuse.juicefs":
+        return "its juicefs-<volume>.service"
+    return mount_unit(spec["path"])
+
+
+def node_mounts(mounts, required: list, probes: dict | None = None, capture: bool = False) -> dict:
+    """Each required mount present, of its fstype, and (where `writable`) a probe file written.
+
+    `probes`: path -> probe_writable() result for the writable mounts found (live only);
+    `capture`: the mounts came from a capture: presence and type only, writability not probed.
+    """
     check = "node.mounts"
     if not required:
-        return skipped(check, "no required mounts configured (validate_required_mounts)")
+        return skipped(
+            check,
+            "no required mounts configured (validate_required_mounts, juicefs_mounts, ceph_cephfs_mounts)",
+        )
     if not mounts.ok:
         return unavailable(check, mounts)
+    probes = probes or {}
     points = mount_points(mounts.text)
-    wanted = [path.rstrip("/") or "/" for path in required]
-    present = [f"{points[p][0]} {p} {points[p][1]}" for p in wanted if p in points]
-    missing = [p for p in wanted if p not in points]
-    if not missing:
-        return passed(
-            check,
-            f"required mounts present: {', '.join(wanted)}",
-            evidence(mounts.command, present, mounts.file),
-        )
-    return failed(
-        check,
-        f"not mounted: {', '.join(missing)}",
-        evidence(mounts.command, present + [f"(no entry for {p})" for p in missing], mounts.file),
-        "mount it (check the storage client service, e.g. systemctl status of the JuiceFS/Ceph mount unit, "
-        "and its /etc/fstab entry); jobs on this node would not find their data",
+    specs = [_mount_spec(item) for item in required]
+    lines, missing, bad, broken, notes = [], [], [], [], []
+    for spec in specs:
+        path = spec["path"]
+        unit = _unit_of(spec)
+        if path not in points:
+            lines.append(f"(no entry for {path})")
+            missing.append((path, unit))
+            continue
+        device, fstype = points[path]
+        lines.append(f"{device} {path} {fstype}")
+        if spec["fstype"] and fstype != spec["fstype"]:
+            lines[-1] += f" (expected {spec['fstype']})"
+            bad.append((f"{path} is {fstype}, not {spec['fstype']}", unit))
+            continue
+        if not spec["writable"]:
+            continue
+        if capture:
+            lines[-1] += "; writability not probed (capture)"
+            notes.append(path)
+            continue
+        probe = probes.get(path)
+        if probe is None:
+            lines[-1] += "; writability not probed"
+            notes.append(path)
+        elif probe["result"] == "ok":
+            lines[-1] += f"; probe file {probe['file']} written, read back, removed"
+        elif probe["result"] == "timeout":
+            lines[-1] += f"; probe: {probe['error']}"
+            broken.append((f"{path}: mount not responding", unit))
+        else:
+            lines[-1] += f"; probe {probe.get('step')} failed: {probe['error']}"
+            bad.append((f"{path} not writable ({probe.get('step')}: {probe['error']})", unit))
+    found = evidence(mounts.command, lines, mounts.file)
+    units = sorted({unit for _what, unit in missing + bad + broken})
+    remedy = (
+        f"check and restart {', '.join(units)} (systemctl status; journalctl -u); a JuiceFS mount needs "
+        "its metadata engine and object store reachable, a CephFS mount its monitors and keyring; "
+        "jobs on this node would not find their data"
     )
+    if missing or bad:
+        said = [f"not mounted: {', '.join(path for path, _unit in missing)}"] if missing else []
+        said += [what for what, _unit in bad + broken]
+        return failed(check, "; ".join(said), found, remedy)
+    if broken:
+        return errored(check, "; ".join(what for what, _unit in broken), found, remedy)
+    message = f"required mounts present: {', '.join(s['path'] for s in specs)}"
+    if notes:
+        message += f" (writability not probed{' in a capture' if capture else ''}: {', '.join(notes)})"
+    return passed(check, message, found)
 
 
 # --- node.time_sync ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ driver is not loaded, NVML failed). Shared conventions: see common.py.
 
 from __future__ import annotations
 
-from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, ppu
+from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, ppu, storage
 from .common import ParseError, normalize_pci_bus_id, strip_source_header
 from .infiniband import read_sysfs_infiniband
 
@@ -89,6 +89,18 @@ _KIND_LIST = (
     ),
     Kind("ppu-smi-list", "ppu-smi -L", "Alibaba PPU list (index, name, UUID)", ppu.parse_ppu_smi_list),
     Kind("ppu-smi-q", "ppu-smi -q", "Alibaba PPU detail: memory, health, ECC, SDK", ppu.parse_ppu_smi_q),
+    Kind(
+        "juicefs-status",
+        "juicefs status META-URL (META_PASSWORD in the environment)",
+        "JuiceFS volume settings and mount sessions",
+        storage.parse_juicefs_status,
+    ),
+    Kind(
+        "ceph-health",
+        "ceph health --format json (also ceph status --format json, ceph health [detail], ceph -s)",
+        "Ceph cluster health status and its checks",
+        storage.parse_ceph_health,
+    ),
 )
 
 KINDS = {kind.name: kind for kind in _KIND_LIST}
