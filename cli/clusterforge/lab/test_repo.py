@@ -40,9 +40,6 @@ class Standin:
     group: str  # served only for labs with a node in this group (unless `needed` decides)
     what: str  # for progress lines and the inventory file's comment
     needed: Callable[[Sequence[Node]], bool] | None = None
-    # The stand-in's own serve.yml, when `playbook` is a lab wrapper around it (which writes
-    # the variables to _vars_out): served only when the checkout has it.
-    source: str | None = None
 
     def needed_by(self, nodes: Sequence[Node]) -> bool:
         if self.needed is not None:
@@ -56,14 +53,12 @@ class Standin:
 STANDINS = (
     Standin("nvidia_repo", "tests/nvidia_repo/serve.yml", "gpu_nvidia", "test NVIDIA repositories"),
     Standin("ascend_pkgs", "tests/ascend_pkgs/serve.yml", "npu_ascend", "test Huawei Ascend packages"),
-    # tests/juicefs_dist/serve.yml sets its variables as a fact only: the lab's wrapper records them.
     Standin(
         "juicefs_dist",
-        "cli/clusterforge/lab/serve_juicefs_dist.yml",
+        "tests/juicefs_dist/serve.yml",
         "juicefs_meta",
         "test JuiceFS release download",
         needed=lambda nodes: storage_plan(nodes).juicefs and bool(storage_plan(nodes).clients),
-        source="tests/juicefs_dist/serve.yml",
     ),
 )
 
@@ -88,7 +83,7 @@ def serve(ctx: LabContext, spec: LabSpec, nodes: Sequence[Node]) -> dict[str, di
     """Serve the stand-ins the lab's nodes need on the lab network; their variables by stand-in name."""
     for standin in STANDINS:
         playbook = ctx.root / standin.playbook
-        if not playbook.is_file() or (standin.source and not (ctx.root / standin.source).is_file()):
+        if not playbook.is_file():
             continue
         if not standin.needed_by(nodes):
             continue

@@ -15,12 +15,10 @@ file as ANSIBLE_VAULT_PASSWORD_FILE (`vault_env`).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import secrets
 import string
-import struct
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -28,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from cfcore.ceph import CEPHX_SECRET_LEN, make_cephx_key
 
 from clusterforge.errors import EnvironmentNotReady
 
@@ -40,13 +39,9 @@ _UPPER_ALNUM = string.ascii_uppercase + string.digits
 
 
 def cephx_key(now: float | None = None) -> str:
-    """A cephx secret as `ceph-authtool --gen-print-key` prints it.
-
-    base64 of the CryptoKey encoding: type 1 (AES), created (seconds, nanoseconds),
-    the key's length (16), then 16 random bytes.
-    """
+    """A cephx secret as `ceph-authtool --gen-print-key` prints it (cfcore.ceph's format)."""
     secs = int(time.time() if now is None else now)
-    return base64.b64encode(struct.pack("<hiih", 1, secs, 0, 16) + secrets.token_bytes(16)).decode()
+    return make_cephx_key(secs, 0, secrets.token_bytes(CEPHX_SECRET_LEN))
 
 
 def _token(alphabet: str, length: int) -> Callable[[], str]:
