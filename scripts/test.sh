@@ -45,13 +45,14 @@ lint() {
 # Each stack's Molecule time is summed and printed against the CI time its issue
 # allows it (seconds); the stack's unit tests and lab share come on top.
 declare -A STACK_SECONDS=()
-declare -A STACK_BUDGET=([nvidia]=480 [ascend]=480 [fabric]=240 [storage]=480)
+declare -A STACK_BUDGET=([nvidia]=480 [ascend]=480 [fabric]=240 [storage]=480 [schedulers]=480)
 stack_of() {
   case $1 in
     nvidia_* | cuda_toolkit | nccl | tensorrt | dcgm | gpudirect) echo nvidia ;;
     ascend_* | cann | hccn | ppu) echo ascend ;;
     rdma | ib_fabric | roce) echo fabric ;;
     ceph | ceph_client | juicefs | juicefs_redis) echo storage ;;
+    slurm | node_healthcheck | node_expectation | scheduler_drain | containerd | kubernetes | volcano | k8s_device_plugins) echo schedulers ;;
     *) echo "$1" ;;
   esac
 }

@@ -33,14 +33,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 _ELAPSED = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(\d+):(\d\d):(\d\d\.\d+)")
 
 
-def storage_seconds(output: str) -> str:
-    """The time of site.yml's storage part (from the Ceph play on: storage.yml comes last)."""
-    start = output.find("PLAY [Ceph cluster")
-    stamps = [
-        int(h) * 3600 + int(m) * 60 + float(s)
-        for h, m, s in _ELAPSED.findall(output[start:] if start >= 0 else "")
-    ]
+def part_seconds(output: str, first_play: str, next_play: str | None = None) -> str:
+    """The time of a part of site.yml: from its first play to the next part's (or the end)."""
+    start = output.find(f"PLAY [{first_play}")
+    end = output.find(f"PLAY [{next_play}", start) if next_play and start >= 0 else -1
+    part = output[start : end if end >= 0 else len(output)] if start >= 0 else ""
+    stamps = [int(h) * 3600 + int(m) * 60 + float(s) for h, m, s in _ELAPSED.findall(part)]
     return f"{stamps[-1] - stamps[0]:.0f} s" if len(stamps) > 1 else "not found"
+
+
+# The first play of storage.yml and of schedulers.yml, which site.yml imports last.
+STORAGE_PLAY, SCHEDULERS_PLAY = "Ceph cluster", "ClusterForge's health check"
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +69,9 @@ def lab():
         )  # fmt: skip
         assert site.returncode == 0, explain(site)
         print(
-            f"site playbook: {time.monotonic() - clock:.0f} s (storage plays: {storage_seconds(site.stdout)})"
+            f"site playbook: {time.monotonic() - clock:.0f} s (storage plays: "
+            f"{part_seconds(site.stdout, STORAGE_PLAY, SCHEDULERS_PLAY)}, "
+            f"scheduler plays: {part_seconds(site.stdout, SCHEDULERS_PLAY)})"
         )
         yield Lab(LAB, INVENTORY, STATE, HOSTS, up)
     finally:

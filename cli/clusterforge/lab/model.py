@@ -1,7 +1,8 @@
 """What a lab is: its node roles, the node plan (names, addresses) and input validation.
 
 A lab is a small cluster of podman containers that stand in for racked servers.
-Everything here is pure data: no podman, no files.
+Everything here is pure data: no podman, no files (the GPU count of a node comes
+from the SKU catalog, cfcore.catalog).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
+
+from cfcore.catalog import sku_spec
 
 from clusterforge.errors import InvalidInput
 from clusterforge.inventory_check.requirements import EXPECTED_GROUPS
@@ -56,6 +59,39 @@ class Role:
     # Mounts the shared file systems through FUSE (JuiceFS, ceph-fuse): its container gets
     # /dev/fuse and CAP_SYS_ADMIN (FUSE_CAPABILITIES), which FUSE mounts need in a container.
     storage_client: bool = False
+
+    @property
+    def slurm_worker(self) -> bool:
+        """Runs slurmd with cgroup enforcement: SLURM_WORKER_CAPABILITIES and the lab's
+        bare-metal unit (bare_metal.py), and a device cgroup rule per NVIDIA GPU."""
+        return "slurm_workers" in self.groups
+
+    @property
+    def nvidia_gpus(self) -> int:
+        """The NVIDIA GPUs of the node's SKU (0 for other nodes): the replay's GPU count."""
+        if "gpu_nvidia" not in self.groups:
+            return 0
+        accelerator = sku_spec(self.node_sku).get("accelerator") or {}
+        return int(accelerator.get("count") or 0) if accelerator.get("vendor") == "nvidia" else 0
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """The capabilities its container gets on top of podman.NODE_CAPABILITIES (one list per
+        reason, merged here: a FUSE client that is also a Slurm worker asks for SYS_ADMIN once)."""
+        wanted = (FUSE_CAPABILITIES if self.storage_client else ()) + (
+            SLURM_WORKER_CAPABILITIES if self.slurm_worker else ()
+        )
+        return tuple(dict.fromkeys(wanted))
+
+    @property
+    def device_cgroup_rules(self) -> tuple[str, ...]:
+        """`--device-cgroup-rule`s of its container: each GPU's character device and nvidiactl,
+        one rule per device (a wildcard `c 195:* rwm` would defeat Slurm's ConstrainDevices: a
+        cgroup v1 device list cannot deny one device out of a wildcard rule)."""
+        if not self.slurm_worker or not self.nvidia_gpus:
+            return ()
+        minors = (*range(self.nvidia_gpus), NVIDIACTL_MINOR)
+        return tuple(f"c {NVIDIA_MAJOR}:{minor} rwm" for minor in minors)
 
 
 ROLES: dict[str, Role] = {
@@ -119,6 +155,15 @@ INVENTORY_GROUPS = EXPECTED_GROUPS + tuple(g for g in CEPH_GROUPS if g not in EX
 # What a FUSE mount needs in a container: the device and CAP_SYS_ADMIN (mount(2)).
 FUSE_DEVICE = "/dev/fuse"
 FUSE_CAPABILITIES = ("SYS_ADMIN",)
+# What slurmd with cgroup enforcement needs in a container (not --privileged, which would show
+# the node every host device): SYS_ADMIN to remount the cgroup v1 controllers read-write at boot
+# (bare_metal.py) and SYS_NICE for task/affinity (without it every job fails in
+# task_g_set_affinity: Operation not permitted). Never --cgroupns=private on hybrid hosts: the
+# node's systemd would land in the host's root name=systemd hierarchy, shared by all such nodes.
+SLURM_WORKER_CAPABILITIES = ("SYS_ADMIN", "SYS_NICE")
+# The NVIDIA driver's character devices: /dev/nvidiaN is 195:N, /dev/nvidiactl 195:255.
+NVIDIA_MAJOR = 195
+NVIDIACTL_MINOR = 255
 
 
 @dataclass(frozen=True)

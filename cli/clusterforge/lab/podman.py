@@ -143,11 +143,13 @@ class Podman:
         image: str,
         devices: Mapping[str, str] | None = None,
         capabilities: Sequence[str] = (),
+        device_cgroup_rules: Sequence[str] = (),
     ) -> None:
         """Start a node container: systemd as PID 1 on a static address of the lab network.
 
         devices maps host devices to their path in the node; capabilities are added to
-        NODE_CAPABILITIES (e.g. SYS_ADMIN for FUSE mounts).
+        NODE_CAPABILITIES (e.g. SYS_ADMIN for FUSE mounts); device_cgroup_rules let the node
+        open device files it creates itself ('c 195:0 rwm': a GPU of a Slurm worker).
         """
         args = [
             "run",
@@ -174,6 +176,8 @@ class Podman:
                 args += ["--add-host", f"{host}:{host_ip}"]
         for host_path, node_path in (devices or {}).items():
             args += ["--device", f"{host_path}:{node_path}:rwm"]
+        for rule in device_cgroup_rules:
+            args += ["--device-cgroup-rule", rule]
         self._check(*args, image, "/sbin/init")
 
     def start(self, name: str) -> None:

@@ -5,7 +5,8 @@ that reach Debian's mirror and nothing else (Slurm and Prometheus from Debian).
 Shared storage is real: Ceph (CephFS, RGW) on the storage nodes, whose data disk
 is /dev/vdb, and a JuiceFS volume with its metadata in Redis on the control node
 (the juicefs_meta group) and its data in an RGW bucket; the GPU and NPU nodes
-mount both (StoragePlan). Secrets: vault.py.
+mount both (StoragePlan). Slurm runs for real on the GPU nodes, with cgroup
+enforcement (bare_metal.py). Secrets: vault.py.
 """
 
 from __future__ import annotations
@@ -26,17 +27,36 @@ CEPHFS_NAME = "cephfs"  # the ceph role's default ceph_cephfs_name
 CEPHFS_CLIENT = "fsuser"
 CEPH_RGW_PORT = 7480  # the ceph role's default ceph_rgw_port
 CEPH_OSD_MEMORY_TARGET = 1024**3  # 1 GiB instead of 4: a lab host runs many nodes
+# Seconds between two health-check runs of slurmd (the role's default is 300). Short enough
+# that a replayed fault drains its node, and a healed node returns, within a test's patience
+# (at most one interval plus a run each way); long enough that the quick validation of every
+# GPU worker does not load a 2-core lab host.
+SLURM_HEALTH_CHECK_INTERVAL_S = 20
 
 
 def scheduler_vars(lab: str, nodes: Sequence[Node]) -> dict[str, object]:
-    """Kubernetes and Slurm; one Slurm partition with the GPU nodes when there are any."""
+    """Kubernetes and Slurm; one Slurm partition with the GPU nodes when there are any.
+
+    Slurm enforces cgroups on the lab's workers (the default, said here because the lab makes
+    it possible: model.SLURM_WORKER_CAPABILITIES, bare_metal.py). The munge key is a Vault
+    variable (vault.py); only its name is here.
+    """
     gpu_workers = [n for n in nodes if {"gpu_nvidia", "slurm_workers"} <= set(n.role.groups)]
     partitions = [{"name": "gpu", "nodes_group": "gpu_nvidia", "default": True, "max_time": "1-00:00:00"}]
     return {
         "k8s_version": K8S_VERSION,
+        # Kubernetes server binaries and images cannot be fetched on these machines: the lab
+        # plans its Kubernetes part (control plane on ctl, the NPU nodes as workers, images from
+        # a site mirror) and tests/k8s_render renders and schema-checks that plan, but site.yml
+        # does not deploy it (schedulers.yml skips the Kubernetes plays).
+        "k8s_deploy": False,
+        "k8s_image_registry": f"registry.{lab}.cflab.internal:5000",
         "slurm_version": SLURM_VERSION,
         "slurm_cluster_name": f"cf-{lab}",
+        "slurm_munge_key": "{{ vault_slurm_munge_key }}",
         "slurm_partitions": partitions if gpu_workers else [],
+        "slurm_health_check_interval": SLURM_HEALTH_CHECK_INTERVAL_S,
+        "slurm_enforce_cgroups": True,
     }
 
 

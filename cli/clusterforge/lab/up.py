@@ -1,7 +1,8 @@
 """`lab up`: create (or complete) a lab and write its inventory.
 
 On an existing lab, `up` reconciles: it re-creates missing nodes, starts stopped
-ones, re-grants SSH access and rewrites the inventory. It refuses to change an
+ones, re-installs the Slurm workers' boot-time unit (bare_metal.py), re-grants SSH
+access and rewrites the inventory. It refuses to change an
 existing lab's node mix, subnet or image (that needs `lab down` first), because
 addresses and names derive from them and would shift under running nodes.
 
@@ -19,12 +20,11 @@ from pathlib import Path
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
-from clusterforge.lab import environment, readiness, test_repo, vault
+from clusterforge.lab import bare_metal, environment, readiness, test_repo, vault
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.disks import DATA_DISK, LabDisks
 from clusterforge.lab.inventory import is_generated_for, remove_inventory, write_inventory
 from clusterforge.lab.model import (
-    FUSE_CAPABILITIES,
     FUSE_DEVICE,
     LABEL,
     LABEL_DISK,
@@ -195,6 +195,15 @@ def lab_up(ctx: LabContext, request: UpRequest) -> UpResult:
         deadline = ctx.clock() + request.timeout_s
         with reporter.step(f"wait for systemd to boot on {len(nodes)} nodes"):
             readiness.wait_for_boot(ctx, nodes, deadline)
+        # Every run, on every worker (new, restarted or running): the unit is idempotent, and a lab
+        # brought up by an older ClusterForge gets it too.
+        slurm_workers = bare_metal.workers(nodes)
+        if slurm_workers:
+            with reporter.step(
+                f"enable {bare_metal.UNIT} on {len(slurm_workers)} Slurm workers "
+                "(writable cgroups, GPU device files)"
+            ):
+                bare_metal.install(ctx, slurm_workers)
         with reporter.step("install the lab SSH key, record host keys"):
             readiness.grant_access(ctx, access, nodes)
         with reporter.step("SSH login as ansible + sudo on every node"):
@@ -265,14 +274,13 @@ def _bring_up(
     if missing:
         with ctx.reporter.step(f"create {len(missing)} node containers"):
             for node in missing:
-                labels, devices, caps = node_labels(node), {}, ()
+                labels, devices = node_labels(node), {}
                 if node.role.data_disk:
                     device = _attach(disks, node, undo)
                     labels[LABEL_DISK] = device
                     devices[device] = DATA_DISK
                 if node.role.storage_client:
                     devices[FUSE_DEVICE] = FUSE_DEVICE
-                    caps = FUSE_CAPABILITIES
                 podman.run_node(
                     name=node.container,
                     hostname=node.host,
@@ -282,7 +290,8 @@ def _bring_up(
                     hosts=hosts,
                     image=spec.image,
                     devices=devices,
-                    capabilities=caps,
+                    capabilities=node.role.capabilities,
+                    device_cgroup_rules=node.role.device_cgroup_rules,
                 )
                 undo.containers.append(node.container)
                 result.created.append(node.container)

@@ -15,6 +15,7 @@ file as ANSIBLE_VAULT_PASSWORD_FILE (`vault_env`).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -48,7 +49,16 @@ def _token(alphabet: str, length: int) -> Callable[[], str]:
     return lambda: "".join(secrets.choice(alphabet) for _ in range(length))
 
 
-# Every secret of the lab's storage plan (sitevars.storage_vars references them): name -> generator.
+MUNGE_KEY_BYTES = 48  # docs/design.md: slurm_munge_key is base64 of at least 32 random bytes
+
+
+def munge_key() -> str:
+    """Slurm's munge key as the slurm role takes it (slurm_munge_key): base64 of random bytes."""
+    return base64.b64encode(secrets.token_bytes(MUNGE_KEY_BYTES)).decode()
+
+
+# Every secret of the lab's storage plan and schedulers (sitevars.storage_vars and
+# sitevars.scheduler_vars reference them): name -> generator.
 SECRETS: dict[str, Callable[[], str]] = {
     "vault_ceph_mon_secret": cephx_key,
     "vault_ceph_admin_secret": cephx_key,
@@ -58,12 +68,14 @@ SECRETS: dict[str, Callable[[], str]] = {
     "vault_rgw_juicefs_secret_key": _token(_ALNUM, 40),
     # Letters and digits only: the password also sits in redis:// URLs and Redis's config file.
     "vault_juicefs_meta_password": _token(_ALNUM, 32),
+    "vault_slurm_munge_key": munge_key,
 }
 
 VAULT_HEADER = (
     "# The lab's secrets (clusterforge/lab/vault.py), generated once per lab, encrypted with the\n"
     "# lab's vault password file: ANSIBLE_VAULT_PASSWORD_FILE={password_file}\n"
-    "# (`clusterforge lab inventory` prints it). Referenced by group_vars/all/storage.yml.\n"
+    "# (`clusterforge lab inventory` prints it). Referenced by group_vars/all/storage.yml\n"
+    "# and group_vars/all/scheduler.yml.\n"
 )
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from cfcore import quarantine_rules
+from cfcore import quarantine_rules, scheduler_drain
 
 from clusterforge.validation.results import bad_checks
 
@@ -26,8 +27,8 @@ SLURM_GROUP = "slurm_controller"
 K8S_GROUP = "k8s_control_plane"
 # A node is quarantined only in the scheduler(s) it works for (inventory model).
 WORKER_GROUPS = {"slurm": "slurm_workers", "kubernetes": "k8s_workers"}
-TAINT_KEY = "clusterforge.io/unhealthy"
-LABEL_KEY = "clusterforge.io/validation"
+TAINT_KEY = scheduler_drain.TAINT_KEY
+LABEL_KEY = scheduler_drain.LABEL_KEY
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,:-]+")
 MAX_REASON_IDS = 4
 
@@ -108,17 +109,20 @@ def k8s_node_name(host: str, hostvars: dict[str, Any]) -> str:
     return str(hostvars.get("k8s_node_name") or host.lower())
 
 
+# The argument vectors are the drain interface's (cfcore/scheduler_drain.py), the very ones
+# playbooks/quarantine.yml builds through its filters: names and reasons are checked there too
+# (ValueError), so _add checks them first and turns a refusal into a note.
 def slurm_drain(node: str, reason: str) -> list[str]:
-    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
+    return scheduler_drain.slurm_drain(node, reason)
 
 
 def k8s_taint(node: str, value: str) -> list[str]:
     """The taint; `value` is a label value (`label_value`), the first bad check id."""
-    return ["kubectl", "taint", "nodes", node, f"{TAINT_KEY}={value}:NoSchedule", "--overwrite"]
+    return scheduler_drain.k8s_taint(node, value)
 
 
 def k8s_label(node: str) -> list[str]:
-    return ["kubectl", "label", "nodes", node, f"{LABEL_KEY}=failed", "--overwrite"]
+    return scheduler_drain.k8s_label(node)
 
 
 def plan(
@@ -157,10 +161,10 @@ def plan(
             continue
         if works_for("slurm", host):
             name, reason = slurm_node_name(host, hv), slurm_reason(ids, when)
-            _add(out, "slurm", host, name, reason, {"drain": slurm_drain(name, reason)})
+            _add(out, "slurm", host, name, reason, {"drain": lambda n, r: slurm_drain(n, r)})
         if works_for("kubernetes", host):
             name, reason = k8s_node_name(host, hv), label_value(ids[0] if ids else "validation")
-            commands = {"taint": k8s_taint(name, reason), "label": k8s_label(name)}
+            commands = {"taint": lambda n, r: k8s_taint(n, r), "label": lambda n, _r: k8s_label(n)}
             _add(out, "kubernetes", host, name, reason, commands)
     if left_in_service:
         out.notes.append(
@@ -174,9 +178,17 @@ _NAME_VARIABLES = {"slurm": ("Slurm", "slurm_node_name"), "kubernetes": ("Kubern
 
 
 def _add(
-    out: Plan, scheduler: str, host: str, name: str, reason: str, commands: dict[str, list[str]]
+    out: Plan,
+    scheduler: str,
+    host: str,
+    name: str,
+    reason: str,
+    commands: dict[str, Callable[[str, str], list[str]]],
 ) -> None:
-    """The node's commands for one scheduler, or a note when the playbook would refuse its entry."""
+    """The node's commands for one scheduler, or a note when the playbook would refuse its entry.
+
+    `commands` build each argv from (name, reason) once the entry passed the rules.
+    """
     problem = quarantine_rules.entry_problem({"name": name, "reason": reason, "scheduler": scheduler})
     if problem:
         title, variable = _NAME_VARIABLES[scheduler]
@@ -184,5 +196,5 @@ def _add(
             f"{host}: not quarantined in {title}: {problem}; set {variable} for the host in the inventory"
         )
         return
-    for kind, argv in commands.items():
-        out.actions.append(Action(scheduler, kind, host, name, reason, argv))
+    for kind, build in commands.items():
+        out.actions.append(Action(scheduler, kind, host, name, reason, build(name, reason)))

@@ -4,9 +4,10 @@ One entry is `{name, reason, scheduler}` (scheduler: slurm or kubernetes).
 Names are one node each (never a Slurm hostlist such as node[1-4], a comma
 list, an option or shell syntax) and reasons are one printable line: the
 quarantine playbook builds the scontrol/kubectl argument vectors from them and
-runs nothing else. Used by the playbook's filter (plugins/filter/quarantine.py)
-and by the CLI's planner (clusterforge.validation.quarantine), so both apply
-the very same rules. Stdlib only.
+runs nothing else. Used by the playbook's filter (plugins/filter/quarantine.py),
+by the CLI's planner (clusterforge.validation.quarantine) and by every argument
+vector of cfcore/scheduler_drain.py (the health check on the node, role
+scheduler_drain), so all apply the very same rules. Stdlib only.
 """
 
 from __future__ import annotations
@@ -47,9 +48,24 @@ def entry_problem(entry) -> str | None:
     scheduler = entry["scheduler"]
     if scheduler not in SCHEDULERS:
         return f"scheduler {scheduler!r} is not one of {', '.join(SCHEDULERS)}"
-    for key, rules in (("name", NAME_RULES), ("reason", REASON_RULES)):
-        pattern, wanted = rules[scheduler]
-        value = entry[key]
-        if not isinstance(value, str) or not pattern.fullmatch(value):
-            return f"{key} {value!r} is not {wanted}"
+    return name_problem(entry["name"], scheduler) or reason_problem(entry["reason"], scheduler)
+
+
+def name_problem(name, scheduler: str) -> str | None:
+    """Why `name` is not one node name of `scheduler`, or None (resume and uncordon need no reason)."""
+    if scheduler not in SCHEDULERS:
+        return f"scheduler {scheduler!r} is not one of {', '.join(SCHEDULERS)}"
+    pattern, wanted = NAME_RULES[scheduler]
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        return f"name {name!r} is not {wanted}"
+    return None
+
+
+def reason_problem(reason, scheduler: str) -> str | None:
+    """Why `reason` is not a drain reason (slurm) or taint value (kubernetes), or None."""
+    if scheduler not in SCHEDULERS:
+        return f"scheduler {scheduler!r} is not one of {', '.join(SCHEDULERS)}"
+    pattern, wanted = REASON_RULES[scheduler]
+    if not isinstance(reason, str) or not pattern.fullmatch(reason):
+        return f"reason {reason!r} is not {wanted}"
     return None

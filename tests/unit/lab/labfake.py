@@ -32,6 +32,7 @@ VALUE_OPTIONS = {
     "--filter",
     "--time",
     "--device",
+    "--device-cgroup-rule",
 }
 
 
@@ -84,6 +85,8 @@ class FakeContainer:
     host_keys: list[str] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)  # --device values
     caps: list[str] = field(default_factory=list)  # --cap-add values
+    device_rules: list[str] = field(default_factory=list)  # --device-cgroup-rule values
+    bare_metal_scripts: list[str] = field(default_factory=list)  # the lab's unit installs (sh -ec)
 
 
 class FakeHost:
@@ -228,6 +231,7 @@ class FakeHost:
             image=positionals[0],
             devices=options.get("--device", []),
             caps=options.get("--cap-add", []),
+            device_rules=options.get("--device-cgroup-rule", []),
             polls_until_booted=self.boot_polls,
             boot_result=self.boot_result,
             host_keys=[f"ssh-ed25519 AAAAkey-of-{name}", f"ecdsa-sha2-nistp256 AAAAecdsa-of-{name}"],
@@ -263,6 +267,19 @@ class FakeHost:
             assert "--interactive" in options, "the key goes through stdin: exec needs --interactive"
             c.authorized_keys = stdin or ""
             return 0, "".join(f"{key} root@{c.hostname}\n" for key in c.host_keys), ""
+        if argv[:2] == ["sh", "-ec"] and "cflab-bare-metal.service" in argv[2]:
+            c.bare_metal_scripts.append(argv[2])
+            # As the real unit: remounting the cgroup controllers needs CAP_SYS_ADMIN.
+            if "SYS_ADMIN" not in c.caps:
+                return (
+                    1,
+                    "",
+                    "Job for cflab-bare-metal.service failed because the control process exited "
+                    "with error code.\n--- journal of cflab-bare-metal:\n"
+                    "mount: /sys/fs/cgroup/cpu: permission denied.\n"
+                    "       dmesg(1) may have more information after failed mount system call.\n",
+                )
+            return 0, "", ""
         raise AssertionError(f"unexpected exec in {name}: {argv}")
 
     # -- losetup --------------------------------------------------------------------------

