@@ -67,3 +67,15 @@ class Lab:
     state: Path
     hosts: list[str]
     up: subprocess.CompletedProcess  # the `lab up` that created it
+
+
+def node(host: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a command as root on a lab node (its container; the host name without the prefix)."""
+    return run("podman", "exec", f"cflab-{host}", *argv, timeout=timeout)
+
+
+def sh(host: str, script: str, timeout: float = 120) -> str:
+    """Run a shell script as root on a lab node; fail the test with its output if it fails."""
+    proc = node(host, "sh", "-ec", script, timeout=timeout)
+    assert proc.returncode == 0, f"{host}: {script}\n{explain(proc)}"
+    return proc.stdout

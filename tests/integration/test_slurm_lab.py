@@ -19,7 +19,7 @@ import time
 
 import pytest
 from clusterforge.lab.sitevars import SLURM_HEALTH_CHECK_INTERVAL_S
-from labkit import CLIENTS, LAB, explain, run
+from labkit import CLIENTS, LAB, explain, node, run, sh
 
 pytestmark = pytest.mark.lab
 LAB_ORDER = 30  # after validation (10: switches replay profiles) and storage (20); before the lifecycle (90)
@@ -31,16 +31,6 @@ JOB_USER, JOB_UID = "alice", 2000
 # A health-check transition takes at most one interval plus the run that sees the change (a run
 # already going may have read the old replay): bounded well above, polled every 2 s.
 TRANSITION_S = 2 * SLURM_HEALTH_CHECK_INTERVAL_S + 20
-
-
-def node(host: str, *argv: str, timeout: float = 120):
-    return run("podman", "exec", f"cflab-{host}", *argv, timeout=timeout)
-
-
-def sh(host: str, script: str, timeout: float = 120) -> str:
-    proc = node(host, "sh", "-ec", script, timeout=timeout)
-    assert proc.returncode == 0, f"{host}: {script}\n{explain(proc)}"
-    return proc.stdout
 
 
 def set_profile(host: str, profile: str) -> None:

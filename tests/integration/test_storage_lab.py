@@ -16,22 +16,12 @@ import secrets
 import time
 
 import pytest
-from labkit import BIN, CLIENTS, LAB, STORAGE, explain, run
+from labkit import BIN, CLIENTS, LAB, STORAGE, explain, node, run, sh
 
 pytestmark = pytest.mark.lab
 LAB_ORDER = 20  # reads the nodes only
 GPU_1, GPU_2 = f"{LAB}-gpu-01", f"{LAB}-gpu-02"
 NPU_1 = f"{LAB}-npu-01"
-
-
-def node(host: str, *argv: str, timeout: float = 120):
-    return run("podman", "exec", f"cflab-{host}", *argv, timeout=timeout)
-
-
-def sh(host: str, script: str, timeout: float = 120) -> str:
-    proc = node(host, "sh", "-ec", script, timeout=timeout)
-    assert proc.returncode == 0, f"{host}: {script}\n{explain(proc)}"
-    return proc.stdout
 
 
 def test_the_ceph_cluster_is_healthy(lab):

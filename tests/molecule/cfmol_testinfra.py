@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pytest
 import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
 
@@ -108,3 +109,17 @@ def wait_for(check: Callable[[], T], timeout: float = 30.0, interval: float = 1.
         time.sleep(interval)
         value = check()
     return value
+
+
+def on(host: Any, *nodes: str) -> None:
+    """Skip the test unless the node under test is one of `nodes` (tests of one node's part)."""
+    if node_name(host) not in nodes:
+        pytest.skip(f"checked on {', '.join(nodes)}")
+
+
+def root(host: Any, command: str, *args: str) -> str:
+    """Run a command as root (testinfra quotes `args` into its %s); fail the test with its
+    output if it fails, else return its stdout."""
+    result = host.run("sudo " + command, *args)
+    assert result.rc == 0, f"{command % args}: rc={result.rc} {result.stderr.strip()[-800:]}"
+    return result.stdout

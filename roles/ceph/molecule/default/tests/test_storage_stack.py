@@ -14,8 +14,8 @@ import shlex
 from pathlib import Path
 
 import cfmol_testinfra as cfmol
-import pytest
 from ansible.parsing.vault import VaultLib, VaultSecret
+from cfmol_testinfra import on, root
 
 CEPH_NODE = "cfmol-storage-ceph"
 CLIENTS = ("cfmol-storage-c1", "cfmol-storage-c2")
@@ -30,18 +30,6 @@ def vault_value(host, name):
     ciphertext = value["__ansible_vault"] if isinstance(value, dict) else value
     password = Path(os.environ["ANSIBLE_VAULT_PASSWORD_FILE"]).read_bytes().strip()
     return VaultLib([("default", VaultSecret(password))]).decrypt(ciphertext).decode()
-
-
-def on(host, *nodes):
-    if cfmol.node_name(host) not in nodes:
-        pytest.skip(f"checked on {', '.join(nodes)}")
-
-
-def root(host, command, *args):
-    """Run a command as root; fail the test with its output if it fails."""
-    result = host.run("sudo " + command, *args)
-    assert result.rc == 0, f"{command % args}: rc={result.rc} {result.stderr.strip()[-800:]}"
-    return result.stdout
 
 
 def has_capability(host, bit):

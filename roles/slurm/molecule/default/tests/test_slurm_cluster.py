@@ -12,25 +12,13 @@ import json
 import re
 
 import cfmol_testinfra as cfmol
-import pytest
+from cfmol_testinfra import on, root
 
 CONTROLLER = "cfmol-sched-ctl"
 WORKERS = ("cfmol-sched-gpu1", "cfmol-sched-gpu2")
 GRES = "gpu:h100:8"
 # The fields of a NodeName line that slurmd -C reports and slurm.conf must repeat.
 SHAPE_KEYS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
-
-
-def on(host, *nodes):
-    if cfmol.node_name(host) not in nodes:
-        pytest.skip(f"checked on {', '.join(nodes)}")
-
-
-def root(host, command, *args):
-    """Run a command as root; fail the test with its output if it fails."""
-    result = host.run("sudo " + command, *args)
-    assert result.rc == 0, f"{command % args}: rc={result.rc} {result.stderr.strip()[-800:]}"
-    return result.stdout
 
 
 def as_alice(host, command, *args):
