@@ -6,31 +6,27 @@ SKU catalog as the render harness does (tests/k8s_render/render.yml): `clusterfo
 (vendor, accelerator_count, accelerator_models, npus, hcas) and `ansible_architecture`. The
 architecture is an assumption of the test: aarch64 (Kunpeng) for Huawei SKUs, x86_64 otherwise.
 
-`validate(doc, k8s_version)`: built-in kinds with kubernetes-validate (strict) at the version,
-`*.volcano.sh` kinds with tests/k8s_render/schemas/volcano/<group>_<version>_<kind>.json; a kind
-without a schema fails. tests/k8s_render/validate.py is the harness's validator: when it exists
-with `validate_tree`, `validate_dir` uses it.
+`validate(doc, k8s_version)`: one document through the render harness's validator
+(tests/k8s_render/validate.py, on sys.path from conftest.py): built-in kinds with
+kubernetes-validate (strict), `*.volcano.sh` kinds with their JSON schemas; a kind without a
+schema fails.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
-import kubernetes_validate
 import yaml
 from cfcore.catalog import sku_spec
+from validate import validate_document
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV_BIN = Path(sys.executable).parent
 EXAMPLE = ROOT / "inventories" / "example"
-SCHEMAS = ROOT / "tests" / "k8s_render" / "schemas" / "volcano"
-HARNESS_VALIDATE = ROOT / "tests" / "k8s_render" / "validate.py"
 
 
 def facts_from_sku(sku_name: str) -> dict:
@@ -175,32 +171,6 @@ def documents(path: Path) -> list:
 
 
 def validate(doc: dict, k8s_version: str) -> None:
-    """Raise (jsonschema/kubernetes_validate ValidationError, or AssertionError: no schema) when invalid."""
-    api = str(doc.get("apiVersion") or "")
-    group, _, version = api.rpartition("/")
-    if group.endswith("volcano.sh"):
-        schema_path = SCHEMAS / f"{group}_{version}_{str(doc.get('kind')).lower()}.json"
-        assert schema_path.is_file(), f"no schema for {api} {doc.get('kind')}: {schema_path}"
-        jsonschema.validate(doc, json.loads(schema_path.read_text()))
-        return
-    kubernetes_validate.validate(doc, k8s_version, strict=True)
-
-
-def harness_validate_tree():
-    """The harness's validate_tree(root, k8s_version) when tests/k8s_render/validate.py provides it."""
-    if not HARNESS_VALIDATE.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("k8s_render_validate", HARNESS_VALIDATE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, "validate_tree", None)
-
-
-def validate_dir(directory: Path, k8s_version: str) -> int:
-    """Validate every *.yaml document in `directory` (not below); returns how many were checked."""
-    checked = 0
-    for path in sorted(directory.glob("*.yaml")):
-        for doc in documents(path):
-            validate(doc, k8s_version)
-            checked += 1
-    return checked
+    """Raise AssertionError with the render harness's problems when `doc` is invalid (or has no schema)."""
+    problems = validate_document(doc, k8s_version, f"{doc.get('kind')} {doc.get('metadata', {}).get('name')}")
+    assert not problems, "; ".join(problems)
