@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import importlib
 import json
-import platform
 
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.loader import init_plugin_loader
 from cfcore import k8s_labels as kl
+from cfcore.ascend_labels import HOST_ARCH
 from cfcore.inputs import InputError
 from clusterforge.ansible_env import ensure_collection_link
 from test_volcano_support import (
+    architecture_of,
     documents,
     example_vars,
     facts_from_sku,
@@ -173,8 +174,8 @@ def test_example_daemonsets_select_on_the_labels_the_role_sets(example):
     assert labels["npu-r2-n01"] == {
         "accelerator": "huawei-Ascend910",
         "accelerator-type": "module-910b-8",
-        # The render harness reports this machine's CPU architecture for every host.
-        "host-arch": "huawei-arm" if platform.machine() == "aarch64" else "huawei-x86",
+        # The facts of the example's Ascend hosts are those of a Kunpeng (aarch64) server.
+        "host-arch": HOST_ARCH[architecture_of("atlas-800t-a2")],
         "workerselector": "dls-worker-node",
     }
     assert plan[0]["argv"][:5] == ["kubectl", "label", "--overwrite", "node", "gpu-r1-n01"]
