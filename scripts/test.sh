@@ -45,7 +45,7 @@ lint() {
 # Each stack's Molecule time is summed and printed against the CI time its issue
 # allows it (seconds); the stack's unit tests and lab share come on top.
 declare -A STACK_SECONDS=()
-declare -A STACK_BUDGET=([nvidia]=480 [ascend]=480 [fabric]=240 [storage]=480 [schedulers]=480)
+declare -A STACK_BUDGET=([nvidia]=480 [ascend]=480 [fabric]=240 [storage]=480 [schedulers]=480 [monitoring]=300)
 stack_of() {
   case $1 in
     nvidia_* | cuda_toolkit | nccl | tensorrt | dcgm | gpudirect) echo nvidia ;;
@@ -53,6 +53,7 @@ stack_of() {
     rdma | ib_fabric | roce) echo fabric ;;
     ceph | ceph_client | juicefs | juicefs_redis) echo storage ;;
     slurm | node_healthcheck | node_expectation | scheduler_drain | containerd | kubernetes | volcano | k8s_device_plugins) echo schedulers ;;
+    exporters | prometheus | grafana) echo monitoring ;;
     *) echo "$1" ;;
   esac
 }
@@ -73,6 +74,7 @@ molecule_all() {
 
 run_part "setup: host packages" scripts/setup-host.sh || exit 4
 run_part "setup: python venv" scripts/setup-venv.sh || exit 4
+run_part "setup: promtool, amtool" scripts/setup-tools.sh || exit 4
 if wants molecule || wants lab; then
   run_part "setup: node image" scripts/build-node-image.sh || exit 4
 fi

@@ -125,6 +125,19 @@ options:
       - Validate a directory written by C(tools/cf-capture.sh) instead of running the tools.
       - Nothing runs on the node; the directory must exist where the module runs.
     type: path
+  metrics_textfile_dir:
+    description:
+      - node_exporter's textfile-collector directory (C(monitoring_textfile_dir)); after validating, the
+        result is written there as C(clusterforge_validation_<level>.prom) (cfcore/validation_metrics.py,
+        C(clusterforge_validation_check_status), C(clusterforge_validation_status), ...), atomically
+        (temporary file in the same directory, fsync, rename; mode 0644). A full run does not replace
+        the quick file.
+      - Written only for a complete live run, not in check mode, not from C(capture_dir), not with
+        C(only_checks); and only where the directory exists (role exporters makes it). C(metrics_file) and
+        C(metrics_note) say what happened; a file that cannot be written is a warning, never a failure.
+      - The file is a report of the run, like a log, so the module still returns C(changed=false).
+      - Unset, no metrics file is written.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -207,6 +220,18 @@ node_result:
     duration_s:
       description: Seconds the validation took.
       type: float
+metrics_file:
+  description: The metrics file written (metrics_textfile_dir), or null when none was.
+  returned: always
+  type: str
+  sample: /var/lib/prometheus/node-exporter/clusterforge_validation_quick.prom
+metrics_note:
+  description: >-
+    Why no metrics file was written (check mode, a capture, only_checks, no directory, an error);
+    null when one was.
+  returned: always
+  type: str
+  sample: "check mode: the metrics file is not written"
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -216,6 +241,12 @@ from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.collec
 )
 from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.expected import InvalidExpectation
 from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.validate import validate_node
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.validation_metrics import (
+    incomplete_reason,
+)
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.validation_metrics import (
+    write as write_metrics,
+)
 
 ARGUMENT_SPEC = {
     "node_sku": {"type": "str", "required": True},
@@ -235,6 +266,7 @@ ARGUMENT_SPEC = {
     "only_checks": {"type": "list", "elements": "str"},
     "juicefs_mounts": {"type": "list", "elements": "dict", "default": []},
     "ceph_health": {"type": "dict"},
+    "metrics_textfile_dir": {"type": "path"},
 }
 EXPECTED_KEYS = (
     "node_sku",
@@ -272,7 +304,34 @@ def main() -> None:
         node_result = validate_node(source, expected, params["level"], check_mode=module.check_mode)
     except InvalidExpectation as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, status=node_result["status"], node_result=node_result)
+    metrics_file, metrics_note = _metrics(module, node_result)
+    # changed stays false: the metrics file is a report of the run, like a log line.
+    module.exit_json(
+        changed=False,
+        status=node_result["status"],
+        node_result=node_result,
+        metrics_file=metrics_file,
+        metrics_note=metrics_note,
+    )
+
+
+def _metrics(module: AnsibleModule, node_result: dict) -> tuple:
+    """(path written or None, why not or None)."""
+    directory = module.params["metrics_textfile_dir"]
+    if not directory:
+        return None, "metrics_textfile_dir is not set"
+    reason = incomplete_reason(node_result, module.check_mode, module.params["only_checks"])
+    if reason:
+        return None, reason
+    try:
+        path = write_metrics(directory, node_result)
+    except OSError as exc:
+        note = f"cannot write the metrics file in {directory}: {exc}"
+        module.warn(note)
+        return None, note
+    if path is None:
+        return None, f"{directory} does not exist (role exporters creates node_exporter's textfile directory)"
+    return path, None
 
 
 if __name__ == "__main__":

@@ -42,8 +42,8 @@ def part_seconds(output: str, first_play: str, next_play: str | None = None) -> 
     return f"{stamps[-1] - stamps[0]:.0f} s" if len(stamps) > 1 else "not found"
 
 
-# The first play of storage.yml and of schedulers.yml, which site.yml imports last.
-STORAGE_PLAY, SCHEDULERS_PLAY = "Ceph cluster", "ClusterForge's health check"
+# The first play of storage.yml, schedulers.yml and monitoring.yml, which site.yml imports last.
+STORAGE_PLAY, SCHEDULERS_PLAY, MONITORING_PLAY = "Ceph cluster", "ClusterForge's health check", "Exporters"
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +71,8 @@ def lab():
         print(
             f"site playbook: {time.monotonic() - clock:.0f} s (storage plays: "
             f"{part_seconds(site.stdout, STORAGE_PLAY, SCHEDULERS_PLAY)}, "
-            f"scheduler plays: {part_seconds(site.stdout, SCHEDULERS_PLAY)})"
+            f"scheduler plays: {part_seconds(site.stdout, SCHEDULERS_PLAY, MONITORING_PLAY)}, "
+            f"monitoring plays: {part_seconds(site.stdout, MONITORING_PLAY)})"
         )
         yield Lab(LAB, INVENTORY, STATE, HOSTS, up)
     finally:

@@ -155,7 +155,10 @@ _HOMES = (
     (("fabric_",), "group_vars/all/fabric.yml"),
     (("juicefs_", "ceph_", "validate_required_mounts"), "group_vars/all/storage.yml"),
     (("k8s_", "volcano_", "slurm_"), "group_vars/all/scheduler.yml"),
-    (("monitoring_",), "group_vars/all/monitoring.yml"),
+    (
+        ("monitoring_", "prometheus_", "alertmanager_", "grafana_", "exporters_"),
+        "group_vars/all/monitoring.yml",
+    ),
 )
 
 

@@ -46,6 +46,7 @@ LAB_BOM = {
     "cuda_version": "12.8",
     "nccl_version": "2.26.2",
     "dcgm_version": "4.2.3",
+    "dcgm_exporter_version": "4.1.1",
     # The Ascend versions are ones the lab's test installers carry (tests/ascend_pkgs).
     "ascend_driver_version": "25.5.0",
     "ascend_firmware_version": "7.8.0.5.216",

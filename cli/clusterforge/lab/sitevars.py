@@ -32,6 +32,11 @@ CEPH_OSD_MEMORY_TARGET = 1024**3  # 1 GiB instead of 4: a lab host runs many nod
 # (at most one interval plus a run each way); long enough that the quick validation of every
 # GPU worker does not load a 2-core lab host.
 SLURM_HEALTH_CHECK_INTERVAL_S = 20
+# Prometheus's scrape and rule evaluation interval in the lab (a site's default: 30s).
+MONITORING_INTERVAL = "15s"
+# Seconds between two quick validations of a node Slurm does not check (the role's default is
+# 300): these are cpu-generic and NPU nodes, whose runs would otherwise load a 2-core lab host.
+VALIDATION_TIMER_S = 120
 
 
 def scheduler_vars(lab: str, nodes: Sequence[Node]) -> dict[str, object]:
@@ -211,7 +216,18 @@ def time_vars(nodes: Sequence[Node]) -> tuple[dict[str, object], dict[str, dict[
 
 
 def monitoring_vars() -> dict[str, object]:
-    return {"monitoring_prometheus_version": PROMETHEUS_VERSION}
+    """Prometheus and Alertmanager on the control node (Debian's), scraping every node. Grafana
+    is not deployed: it is not in Debian and no package can be fetched here (its dashboards are
+    checked in tests/unit/grafana). Short scrape and rule intervals, so a replayed fault is an
+    alert within a test's patience; the nodes Slurm does not check validate themselves every
+    VALIDATION_TIMER_S (the first run as soon as the timer starts)."""
+    return {
+        "monitoring_prometheus_version": PROMETHEUS_VERSION,
+        "prometheus_scrape_interval": MONITORING_INTERVAL,
+        "prometheus_evaluation_interval": MONITORING_INTERVAL,
+        "node_healthcheck_interval_s": VALIDATION_TIMER_S,
+        "grafana_deploy": False,
+    }
 
 
 def ceph_osd_vars() -> dict[str, object]:
@@ -223,4 +239,8 @@ def ascend_vars() -> dict[str, object]:
     """The Ascend stack on lab NPU nodes. No container engine runs on lab nodes yet (the
     scheduler roles will bring containerd), so Ascend Docker Runtime waits for one; the
     device plugin's prerequisites and npu-exporter still apply."""
-    return {"ascend_docker_runtime_enabled": False}
+    return {
+        "ascend_docker_runtime_enabled": False,
+        # Prometheus on the control node scrapes it (the role's default listens on 127.0.0.1).
+        "npu_exporter_listen_address": "{{ ansible_host }}",
+    }

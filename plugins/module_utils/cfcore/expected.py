@@ -14,11 +14,13 @@ disagree:
        "roce": {interfaces, trust, pfc_priority, ...} or None, "peermem_required": None,
        "only_checks": None,
        "juicefs_mounts": [{path, meta_url, env_file, volume}], "ceph_health": {cluster, client,
-       conf, keyring} or None}
+       conf, keyring} or None, "metrics_textfile_dir": "/var/lib/prometheus/node-exporter" or None}
 
   `required_mounts` items are paths (presence only) or {path, fstype, writable}: the
   host's own `juicefs_mounts` and `ceph_cephfs_mounts` are added as {path, fstype,
   writable: true} whatever `validate_mount_groups` says (they are that host's plan).
+  `metrics_textfile_dir` is the host's `monitoring_textfile_dir` (None when unset): where
+  node_validate and the health check write the validation metrics (cfcore.validation_metrics).
 
   checking each input once (docs/design.md names the variables).
 - `normalize(expected)` (node: `node_validate`, and `build_expected` itself)
@@ -87,6 +89,8 @@ INPUT_VARIABLES = (
     "ceph_cluster_name",
     "ceph_client_keyrings",
     "validate_ceph_health_client",
+    # node_exporter's textfile directory (docs/design.md, Monitoring): validation metrics go there.
+    "monitoring_textfile_dir",
 )
 # Read only where the host mounts JuiceFS: site-wide values that are often templated or vaulted.
 JUICEFS_SITE_VARIABLES = (
@@ -193,6 +197,7 @@ def build_expected(host: str, hostvars: dict, resolver: SkuResolver | None = Non
         "only_checks": hostvars.get("validate_only_checks"),
         "juicefs_mounts": _juicefs_sessions(host, hostvars),
         "ceph_health": _ceph_health_plan(host, hostvars),
+        "metrics_textfile_dir": hostvars.get("monitoring_textfile_dir"),
     }
     try:
         normalize(expected)
@@ -465,13 +470,33 @@ def normalize(expected: dict) -> dict:
         "only_checks": only_checks(expected.get("only_checks")),
         "juicefs_mounts": _normal_juicefs(expected.get("juicefs_mounts")),
         "ceph_health": _normal_ceph_health(expected.get("ceph_health")),
+        "metrics_textfile_dir": _metrics_textfile_dir(expected.get("metrics_textfile_dir")),
     }
+
+
+def _metrics_textfile_dir(value):
+    """None (no metrics file), or the absolute path of node_exporter's textfile directory."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise InvalidExpectation(
+            f"monitoring_textfile_dir must be an absolute path or null, got {value!r}",
+            "leave it unset (Debian's /var/lib/prometheus/node-exporter) or give node_exporter's "
+            "--collector.textfile.directory",
+        )
+    return value.rstrip("/") or "/"
 
 
 MOUNTS_FIX = (
     "list absolute mount points in group_vars/all/storage.yml, e.g. [/mnt/jfs], or "
     "{path, fstype, writable} items, e.g. {path: /mnt/jfs, fstype: fuse.juicefs, writable: true}"
 )
+
+
+def normalize_mounts(mounts) -> list:
+    """Required mounts (paths or {path, fstype, writable, unit}) as [{path, fstype (or None), writable,
+    unit (or None)}]: one rule for node.mounts and the expected-mount metrics (cfcore.validation_metrics)."""
+    return _normal_mounts(mounts)
 
 
 def _normal_mounts(mounts) -> list:

@@ -8,7 +8,8 @@ calls `main`. slurmd runs it with no arguments, so everything comes from the
 parameters file (/etc/clusterforge/healthcheck.json, root 0600):
 
     {"expected": {<node_validate parameters but level>}, "level": "quick",
-     "scheduler": "slurm" | null, "node_name": "gpu-r1-n01"}
+     "scheduler": "slurm" | null, "node_name": "gpu-r1-n01",
+     "metrics_textfile_dir": "/var/lib/prometheus/node-exporter" | null}
 
 A run: quick `validate_node` on the live tools; the result and the decision
 are written atomically to /var/lib/clusterforge/healthcheck/last.json; then,
@@ -22,6 +23,12 @@ for scheduler slurm, `decide` on the node's state (`scontrol show node -o`):
 - pass or warn: resume only a drain whose reason starts with
   `clusterforge-health:`;
 - skip (every check skipped: nothing was judged): nothing.
+
+With `metrics_textfile_dir`, each run (not --dry-run) also writes the result as
+`<dir>/clusterforge_validation_quick.prom` (cfcore.validation_metrics.write, the
+file node_validate writes), unless the expectation has `only_checks` or the
+directory does not exist. A file that cannot be written is reported in
+last.json (`metrics`) and on stderr; it never changes the decision or the exit.
 
 A non-zero exit alone does not drain (slurmd only logs it): the program calls
 scontrol itself. Exit 0 healthy, 1 unhealthy or the scontrol call failed, 2
@@ -123,7 +130,7 @@ def load_params(path: str) -> dict:
         raise ParamsError(f"{path} cannot be read as JSON: {err}; {fix}") from None
     if not isinstance(params, dict):
         raise ParamsError(f"{path} must hold a JSON object, got {type(params).__name__}; {fix}")
-    unknown = sorted(set(params) - {"expected", "level", "scheduler", "node_name"})
+    unknown = sorted(set(params) - {"expected", "level", "scheduler", "node_name", "metrics_textfile_dir"})
     if unknown:
         raise ParamsError(f"{path}: unknown keys {', '.join(unknown)}; {fix}")
     if not isinstance(params.get("expected"), dict):
@@ -141,7 +148,19 @@ def load_params(path: str) -> dict:
         problem = name_problem(node_name, "slurm")
         if problem:
             raise ParamsError(f"{path}: node_name {problem}; set slurm_node_name for the host and {fix}")
-    return {"expected": params["expected"], "level": level, "scheduler": scheduler, "node_name": node_name}
+    metrics_dir = params.get("metrics_textfile_dir")
+    if metrics_dir is not None and (not isinstance(metrics_dir, str) or not metrics_dir.startswith("/")):
+        raise ParamsError(
+            f"{path}: metrics_textfile_dir must be an absolute path or null, got {metrics_dir!r}; "
+            f"set monitoring_textfile_dir for the host and {fix}"
+        )
+    return {
+        "expected": params["expected"],
+        "level": level,
+        "scheduler": scheduler,
+        "node_name": node_name,
+        "metrics_textfile_dir": metrics_dir or None,
+    }
 
 
 def _validate(expected: dict, level: str, budget_s: float) -> dict:
@@ -150,6 +169,7 @@ def _validate(expected: dict, level: str, budget_s: float) -> dict:
     from .validate import validate_node
 
     box: dict = {}
+    collected_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     def work() -> None:
         try:
@@ -174,6 +194,9 @@ def _validate(expected: dict, level: str, budget_s: float) -> dict:
                     "remedy": "a tool hung past its own timeout: look at the node (nvidia-smi, dmesg)",
                 }
             ],
+            "source": {"kind": "live", "path": None},
+            "collected_at": collected_at,
+            "duration_s": round(float(budget_s), 3),
         }
     if "error" in box:
         raise box["error"]
@@ -210,6 +233,27 @@ def read_node_state(node: str) -> tuple:
         return scheduler_drain.parse_slurm_node(done.stdout), ""
     except ValueError as err:
         return None, str(err)
+
+
+def write_metrics(params: dict, result: dict) -> dict:
+    """The run's metrics file (cfcore.validation_metrics): {"file": path or None, "note": why not or None}."""
+    from .validation_metrics import incomplete_reason
+    from .validation_metrics import write as write_textfile
+
+    directory = params.get("metrics_textfile_dir")
+    if not directory:
+        return {"file": None, "note": "metrics_textfile_dir is not set"}
+    reason = incomplete_reason(result, only_checks=(params.get("expected") or {}).get("only_checks"))
+    if reason:
+        return {"file": None, "note": reason}
+    try:
+        path = write_textfile(directory, result)
+    except Exception as err:  # OSError mostly; whatever it is, the drain decision stands
+        note = f"cannot write the metrics file in {directory}: {type(err).__name__}: {err}"
+        return {"file": None, "note": note, "failed": True}
+    if path is None:
+        return {"file": None, "note": f"{directory} does not exist (role exporters creates it)"}
+    return {"file": path, "note": None}
 
 
 def write_atomically(path: str, data: dict) -> None:
@@ -273,8 +317,11 @@ def main(argv: list | None = None) -> int:
             "dry_run": args.dry_run,
             "command": ran,
         },
+        "metrics": {"file": None, "note": "dry run"} if args.dry_run else write_metrics(params, result),
         "duration_s": round(time.monotonic() - started, 3),
     }
+    if record["metrics"].pop("failed", False):
+        print(f"clusterforge-healthcheck: {record['metrics']['note']}", file=sys.stderr)
     summary = (
         f"clusterforge-healthcheck: {status} {','.join(ids) or '-'}; {decision.action}: {decision.reason}"
     )

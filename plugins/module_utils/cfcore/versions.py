@@ -147,6 +147,10 @@ FORMATS = {
         r"[0-9]+\.[0-9]+\.[0-9]+(-[0-9]+)?(\+cuda[0-9]+\.[0-9]+)?", "2.21.5-1+cuda12.2"
     ),
     "dcgm_version": VersionFormat(r"[0-9]+\.[0-9]+\.[0-9]+(-[0-9]+)?", "3.3.9"),
+    # NVIDIA's image tag <dcgm>-<exporter> (4.2.3-4.1.1), or the exporter's own version (4.1.1).
+    "dcgm_exporter_version": VersionFormat(
+        r"([0-9]+\.[0-9]+\.[0-9]+-)?[0-9]+\.[0-9]+\.[0-9]+", "4.2.3-4.1.1"
+    ),
     "ascend_driver_version": VersionFormat(r"[0-9]+\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)*", "24.1.rc2"),
     "cann_version": VersionFormat(
         r"[0-9]+\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.(alpha|beta)?[0-9]+)?", "8.0.RC2"

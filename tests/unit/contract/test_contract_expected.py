@@ -131,3 +131,25 @@ def test_defaults_the_checks_read_are_filled():
     assert checked["accelerator"]["mig_mode"] == "disabled"
     assert checked["accelerator"]["kernel_module_flavour"] == "any"
     assert checked["hca"]["rate_gbps"] == 400
+
+
+def test_metrics_textfile_dir_comes_from_monitoring_textfile_dir():
+    assert build_expected("gpu-r1-n01", GPU_VARS)["metrics_textfile_dir"] is None
+    expected = build_expected(
+        "gpu-r1-n01", {**GPU_VARS, "monitoring_textfile_dir": "/var/lib/prometheus/node-exporter/"}
+    )
+    assert expected["metrics_textfile_dir"] == "/var/lib/prometheus/node-exporter/"
+    assert normalize(expected)["metrics_textfile_dir"] == "/var/lib/prometheus/node-exporter"
+    assert inputs_of({"node_sku": "x", "monitoring_textfile_dir": "/m"}) == {
+        "node_sku": "x",
+        "monitoring_textfile_dir": "/m",
+    }
+
+
+@pytest.mark.parametrize("value", ["prometheus/textfiles", 3, ["/m"]])
+def test_a_bad_monitoring_textfile_dir_names_host_and_variable(value):
+    with pytest.raises(InvalidExpectation) as caught:
+        build_expected("gpu-r1-n01", {**GPU_VARS, "monitoring_textfile_dir": value})
+    assert "host gpu-r1-n01" in caught.value.message
+    assert "monitoring_textfile_dir must be an absolute path or null" in caught.value.message
+    assert "--collector.textfile.directory" in caught.value.fix

@@ -209,3 +209,119 @@ def test_an_invalid_expectation_is_exit_2_not_a_drain(node, capsys):
     err = capsys.readouterr().err
     assert "cannot validate (InvalidExpectation: node_sku is missing" in err and "nothing drained" in err
     assert node.calls() == [] and not node.out.exists()
+
+
+# ------------------------------------------------------ validation metrics ----
+
+
+def live(status: str, bad=("gpu.xid",)) -> dict:
+    return {
+        **result(status, bad),
+        "source": {"kind": "live", "path": None},
+        "collected_at": "2026-12-01T10:00:00Z",
+    }
+
+
+@pytest.fixture
+def textfile(tmp_path, node, monkeypatch):
+    """node_exporter's textfile directory, and a validation that returns a live result."""
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+
+    def use(status="pass", bad=("gpu.xid",), **params):
+        node.set(status, bad=bad, metrics_textfile_dir=str(folder), **params)
+        monkeypatch.setattr(validate_module, "validate_node", lambda *_a, **_k: live(status, bad))
+        return folder / "clusterforge_validation_quick.prom"
+
+    return use
+
+
+def test_each_run_writes_the_quick_metrics_file(node, textfile):
+    prom = textfile("fail", bad=("gpu.xid",))
+    assert node.run() == 1
+    lines = prom.read_text().splitlines()
+    assert 'clusterforge_validation_status{status="fail",level="quick"} 1' in lines
+    assert (
+        'clusterforge_validation_check_status{check="gpu.xid",area="gpu",status="fail",level="quick"} 1'
+        in lines
+    )
+    assert stat.S_IMODE(prom.stat().st_mode) == 0o644
+    record = json.loads(node.out.read_text())
+    assert record["metrics"] == {"file": str(prom), "note": None}
+    assert record["decision"]["action"] == "drain"  # the metrics change nothing in the decision
+
+
+def test_a_metrics_file_that_cannot_be_written_changes_neither_decision_nor_exit(
+    node, textfile, monkeypatch, capsys
+):
+    from cfcore import validation_metrics
+
+    textfile("fail")
+
+    def full_disk(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(validation_metrics, "write", full_disk)
+    assert node.run() == 1
+    assert node.calls()[-1] == "update NodeName=gpu-01 State=DRAIN Reason=clusterforge-health: gpu.xid"
+    record = json.loads(node.out.read_text())
+    assert record["metrics"]["file"] is None
+    assert (
+        "cannot write the metrics file" in record["metrics"]["note"]
+        and "No space left" in record["metrics"]["note"]
+    )
+    assert "No space left on device" in capsys.readouterr().err
+
+
+def test_a_missing_textfile_directory_is_noted_and_the_run_goes_on(node, textfile, tmp_path):
+    prom = textfile("pass")
+    prom.parent.rmdir()
+    assert node.run() == 0
+    note = json.loads(node.out.read_text())["metrics"]["note"]
+    assert note.endswith("does not exist (role exporters creates it)")
+
+
+def test_no_metrics_file_for_a_partial_run_or_a_dry_run(node, textfile):
+    prom = textfile("pass", expected={"node_sku": "cpu-generic", "only_checks": ["node.*"]})
+    assert node.run() == 0
+    assert not prom.exists()
+    assert "only_checks" in json.loads(node.out.read_text())["metrics"]["note"]
+    prom = textfile("pass")
+    assert node.run("--dry-run") == 0
+    assert not prom.exists()
+
+
+def test_without_metrics_textfile_dir_no_file_is_written(node):
+    node.set("pass")
+    assert node.run() == 0
+    assert json.loads(node.out.read_text())["metrics"] == {
+        "file": None,
+        "note": "metrics_textfile_dir is not set",
+    }
+
+
+def test_a_validation_past_its_budget_is_an_error_metric(node, textfile, monkeypatch):
+    prom = textfile("pass")
+    monkeypatch.setattr(healthcheck, "VALIDATE_BUDGET_S", 0.2)
+
+    def hang(*_args, **_kwargs):
+        import time
+
+        time.sleep(5)
+
+    monkeypatch.setattr(validate_module, "validate_node", hang)
+    assert node.run() == 1
+    lines = prom.read_text().splitlines()
+    assert 'clusterforge_validation_status{status="error",level="quick"} 1' in lines
+    assert (
+        'clusterforge_validation_check_status{check="healthcheck.timeout",area="healthcheck",'
+        'status="error",level="quick"} 1'
+    ) in lines
+
+
+@pytest.mark.parametrize("value", ["relative/dir", 7])
+def test_a_bad_metrics_textfile_dir_is_exit_2(node, capsys, value):
+    node.set("fail", metrics_textfile_dir=value)
+    assert node.run() == 2
+    assert "metrics_textfile_dir must be an absolute path or null" in capsys.readouterr().err
+    assert node.calls() == []

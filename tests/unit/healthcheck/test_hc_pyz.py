@@ -134,7 +134,9 @@ def test_the_program_runs_from_the_zip_and_prints_a_decision(tmp_path, watchdog)
     assert imported.stdout.strip() == f"{pyz}/cfcore/healthcheck.py"
 
 
-@pytest.mark.parametrize("name", ["healthcheck.py", "scheduler_drain.py", "quarantine_rules.py"])
+@pytest.mark.parametrize(
+    "name", ["healthcheck.py", "scheduler_drain.py", "quarantine_rules.py", "validation_metrics.py"]
+)
 def test_node_side_code_parses_as_python_3_8(name):
     ast.parse((CFCORE / name).read_text(), feature_version=(3, 8))
     ast.parse(BUILD.read_text(), feature_version=(3, 8))

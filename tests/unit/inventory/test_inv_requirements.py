@@ -49,6 +49,8 @@ def test_the_real_site_playbook_requires_what_its_roles_mark_required():
         # cf_k8s_deploy is a group schedulers.yml makes at run time (k8s_deploy): the role's
         # own assert names the missing checksum there.
         ("volcano", "k8s_control_plane[0]:&cf_k8s_deploy", "volcano_manifest_sha256"),
+        # cf_grafana_deploy: monitoring.yml's run-time group of the hosts with grafana_deploy.
+        ("grafana", "cf_grafana_deploy", "grafana_admin_password"),
     }
 
 

@@ -97,6 +97,7 @@ def test_bom_and_connection_vars(nodes, access):
         "cuda_version": "12.8",
         "nccl_version": "2.26.2",
         "dcgm_version": "4.2.3",
+        "dcgm_exporter_version": "4.1.1",
         "ascend_driver_version": "25.5.0",
         "ascend_firmware_version": "7.8.0.5.216",
         "cann_version": "8.5.0",
@@ -105,7 +106,10 @@ def test_bom_and_connection_vars(nodes, access):
         "os_release": "debian 12",
     }
     # No container engine on lab nodes yet: Ascend Docker Runtime waits for one.
-    assert yaml.safe_load(files["group_vars/npu_ascend.yml"]) == {"ascend_docker_runtime_enabled": False}
+    assert yaml.safe_load(files["group_vars/npu_ascend.yml"]) == {
+        "ascend_docker_runtime_enabled": False,
+        "npu_exporter_listen_address": "{{ ansible_host }}",
+    }
     assert 'cuda_version: "12.8"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
     connection = yaml.safe_load(files["group_vars/all/connection.yml"])
     assert connection["ansible_user"] == "ansible"
@@ -131,7 +135,11 @@ def test_site_vars_give_each_group_what_its_roles_need(nodes, access):
         "ceph_osd_method": "raw",
     }
     assert yaml.safe_load(files["group_vars/all/monitoring.yml"]) == {
-        "monitoring_prometheus_version": "2.42.0"
+        "monitoring_prometheus_version": "2.42.0",
+        "prometheus_scrape_interval": "15s",
+        "prometheus_evaluation_interval": "15s",
+        "node_healthcheck_interval_s": 120,
+        "grafana_deploy": False,
     }
 
 

@@ -7,6 +7,7 @@ the same in check mode, a node missing nvidia-smi, bad parameters, and facts.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -90,6 +91,9 @@ def play(tmp_path_factory) -> dict:
     sysroot = tmp / "sysroot"
     (sysroot / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
     live = {**params(), "sysfs_root": str(sysroot)}
+    # node_exporter textfile directories: one for the live run, one each run that must leave it empty.
+    for name in ("textfile", "textfile-check", "textfile-capture", "textfile-only"):
+        (tmp / name).mkdir()
     tasks = [
         {
             "name": "capture",
@@ -156,6 +160,42 @@ def play(tmp_path_factory) -> dict:
             "ignore_errors": True,
         },
         {
+            "name": "metrics_live",
+            "clusterforge.cluster.node_validate": {**live, "metrics_textfile_dir": str(tmp / "textfile")},
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "metrics_check_mode",
+            "clusterforge.cluster.node_validate": {
+                **live,
+                "metrics_textfile_dir": str(tmp / "textfile-check"),
+            },
+            "check_mode": True,
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "metrics_capture",
+            "clusterforge.cluster.node_validate": {
+                **params(),
+                "capture_dir": str(CAPTURES / "h100-xid79"),
+                "metrics_textfile_dir": str(tmp / "textfile-capture"),
+            },
+        },
+        {
+            "name": "metrics_only_checks",
+            "clusterforge.cluster.node_validate": {
+                **live,
+                "only_checks": ["node.*"],
+                "metrics_textfile_dir": str(tmp / "textfile-only"),
+            },
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
+            "name": "metrics_no_dir",
+            "clusterforge.cluster.node_validate": {**live, "metrics_textfile_dir": str(tmp / "no-such-dir")},
+            "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        },
+        {
             "name": "facts",
             "clusterforge.cluster.accelerator_facts": {"sysfs_root": str(HEALTHY)},
             "environment": {"PATH": f"{bin_dir}:/usr/bin:/bin"},
@@ -176,6 +216,11 @@ def play(tmp_path_factory) -> dict:
     report = json.loads(done.stdout)
     results = {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
     results["dcgmi_ran"] = dcgmi_ran.exists()
+    results["textfiles"] = {
+        name: sorted(p.name for p in (tmp / name).iterdir())
+        for name in ("textfile", "textfile-check", "textfile-capture", "textfile-only")
+    }
+    results["textfile_dir"] = str(tmp / "textfile")
     return results
 
 
@@ -285,3 +330,50 @@ def test_ad_hoc_bad_parameter_exits_non_zero():
     )
     assert done.returncode != 0
     assert "value of level must be one of: quick, full, got: thorough" in done.stdout + done.stderr
+
+
+def test_a_live_run_writes_its_metrics_file_and_still_changes_nothing(play):
+    result = play["metrics_live"]
+    assert result["changed"] is False and result["status"] == "pass"
+    path = Path(play["textfile_dir"]) / "clusterforge_validation_quick.prom"
+    assert result["metrics_file"] == str(path) and result["metrics_note"] is None
+    assert play["textfiles"]["textfile"] == ["clusterforge_validation_quick.prom"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    lines = path.read_text().splitlines()
+    assert 'clusterforge_validation_status{status="pass",level="quick"} 1' in lines
+    assert 'clusterforge_validation_accelerators{vendor="nvidia",level="quick"} 8' in lines
+    statuses = [line for line in lines if line.startswith("clusterforge_validation_check_status{")]
+    assert len(statuses) == len(result["node_result"]["checks"])
+
+
+def test_metrics_are_written_only_for_a_complete_live_run(play):
+    assert play["live"]["metrics_file"] is None
+    assert play["live"]["metrics_note"] == "metrics_textfile_dir is not set"
+    for task, words in (
+        ("metrics_check_mode", "check mode"),
+        ("metrics_capture", "source is capture:"),
+        ("metrics_only_checks", "only_checks"),
+        ("metrics_no_dir", "no-such-dir does not exist (role exporters creates"),
+    ):
+        assert play[task]["metrics_file"] is None, task
+        assert words in play[task]["metrics_note"], (task, play[task]["metrics_note"])
+        assert play[task]["changed"] is False
+    assert play["textfiles"]["textfile-check"] == []
+    assert play["textfiles"]["textfile-capture"] == []
+    assert play["textfiles"]["textfile-only"] == []
+
+
+def test_node_validate_documents_every_option_and_return_value():
+    """DOCUMENTATION and RETURN parse as YAML (ansible-doc needs it) and match ARGUMENT_SPEC."""
+    tree = ast.parse((ROOT / "plugins" / "modules" / "node_validate.py").read_text())
+    found = {
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    documentation = yaml.safe_load(found["DOCUMENTATION"].value)
+    returned = yaml.safe_load(found["RETURN"].value)
+    spec = ast.literal_eval(found["ARGUMENT_SPEC"])
+    assert set(documentation["options"]) == set(spec)
+    assert documentation["options"]["metrics_textfile_dir"]["type"] == spec["metrics_textfile_dir"]["type"]
+    assert {"status", "node_result", "metrics_file", "metrics_note"} <= set(returned)

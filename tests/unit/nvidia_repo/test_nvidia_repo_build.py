@@ -50,6 +50,7 @@ CONTRACT = {
         "datacenter-gpu-manager-4-cuda12": {"1:4.2.3-1"},
         "datacenter-gpu-manager-4-cuda13": {"1:4.2.3-1"},
         "datacenter-gpu-manager": {"1:3.3.9"},
+        "datacenter-gpu-manager-exporter": {"4.1.1-1"},
         "libnccl2": {"2.26.2-1+cuda12.8", "2.26.2-1+cuda13.0"},
         "libnccl-dev": {"2.26.2-1+cuda12.8", "2.26.2-1+cuda13.0"},
         "cuda-toolkit-12-8": {"12.8.1-1"},

@@ -134,7 +134,7 @@ def test_prometheus_textfile_metrics(tmp_path):
     assert failed == {("gpu-bad", "gpu.xid")}
     errored = {(s.labels["node"], s.labels["check"]) for s in families["clusterforge_check_errored"].samples}
     assert errored == {("gpu-gone", "node.reachable")}
-    last = families["clusterforge_validation_last_run_timestamp_seconds"].samples[0].value
+    last = families["clusterforge_fleet_validation_last_run_timestamp_seconds"].samples[0].value
     assert last == 1796040009.0  # 2026-11-30T12:00:09Z
     nodes = {s.labels["status"]: s.value for s in families["clusterforge_validation_nodes"].samples}
     assert nodes == {"pass": 5.0, "warn": 2.0, "fail": 1.0, "error": 1.0, "skip": 0.0}

@@ -37,12 +37,12 @@ class ValidationCollector(Collector):
         run = self.report.get("run", {})
         summary = self.report.get("summary", {})
         yield GaugeMetricFamily(
-            "clusterforge_validation_last_run_timestamp_seconds",
+            "clusterforge_fleet_validation_last_run_timestamp_seconds",
             "When the last validation run finished (Unix time).",
             value=_epoch(run.get("finished")),
         )
         yield GaugeMetricFamily(
-            "clusterforge_validation_duration_seconds",
+            "clusterforge_fleet_validation_duration_seconds",
             "Wall time of the last validation run.",
             value=float(run.get("duration_s") or 0),
         )
