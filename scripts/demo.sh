@@ -31,6 +31,22 @@ ansible-playbook -i inventories/lab playbooks/site.yml
 step "validation: cluster acceptance report"
 rc=0
 clusterforge validate -i inventories/lab --out reports/lab || rc=$?
+
+step "monitoring: what Prometheus on the control node sees (targets, alerts firing)"
+podman exec -i cflab-lab-ctl-01 python3 - <<'PY' || echo "Prometheus did not answer on lab-ctl-01:9090"
+import json, urllib.request
+def get(path):
+    return json.load(urllib.request.urlopen("http://127.0.0.1:9090" + path, timeout=10))["data"]
+jobs = {}
+for t in get("/api/v1/targets?state=active")["activeTargets"]:
+    up, total = jobs.get(t["labels"]["job"], (0, 0))
+    jobs[t["labels"]["job"]] = (up + (t["health"] == "up"), total + 1)
+print("targets up:", ", ".join(f"{job} {up}/{total}" for job, (up, total) in sorted(jobs.items())))
+firing = [a for a in get("/api/v1/alerts")["alerts"] if a["state"] == "firing"]
+for a in firing:
+    print(f"  {a['labels']['severity']:8} {a['labels']['alertname']:24} {a['labels'].get('node', '')}")
+print(f"alerts firing: {len(firing)}")
+PY
 echo
 echo "reports: $ROOT/reports/lab (report.json, junit.xml, report.html, clusterforge.prom)"
 echo "lab left running; remove it with: .venv/bin/clusterforge lab down"

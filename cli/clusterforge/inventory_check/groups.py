@@ -7,9 +7,10 @@ import difflib
 from dataclasses import replace
 from typing import Any
 
+from cfcore.groups import EXPECTED_GROUPS
+
 from clusterforge.inventory_check.context import UNRESOLVED, Context, kind
 from clusterforge.inventory_check.problems import ERROR, WARNING, Problem
-from clusterforge.inventory_check.requirements import EXPECTED_GROUPS
 
 # (group with hosts, group it needs hosts in, why)
 _DEPENDS = (

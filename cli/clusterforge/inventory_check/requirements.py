@@ -120,21 +120,6 @@ VENDOR_REQUIRED: dict[str, tuple[str, ...]] = {
     "alibaba": ("ppu_sdk_version",),
 }
 
-# The groups playbooks and `clusterforge validate` address (design.md).
-EXPECTED_GROUPS = (
-    "gpu_nvidia",
-    "npu_ascend",
-    "npu_ppu",
-    "storage",
-    "juicefs_meta",
-    "ceph_mon",
-    "ceph_osd",
-    "k8s_control_plane",
-    "k8s_workers",
-    "slurm_controller",
-    "slurm_workers",
-    "monitoring",
-)
 
 # Where a missing variable belongs, for the fix text (by name prefix).
 _HOMES = (

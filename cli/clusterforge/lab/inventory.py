@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+from cfcore.groups import INVENTORY_GROUPS
 
 from clusterforge.errors import EnvironmentNotReady
 from clusterforge.lab.access import PROVISIONING_USER, LabAccess
-from clusterforge.lab.model import INVENTORY_GROUPS, RACK, SYSFS_ROOT, Node, hccn_devices
+from clusterforge.lab.model import RACK, SYSFS_ROOT, Node, hccn_devices
 from clusterforge.lab.sitevars import (
     ascend_vars,
     ceph_osd_vars,
@@ -119,7 +120,7 @@ def host_vars(node: Node, extra: dict[str, object] | None = None) -> dict[str, o
 
 def hosts_document(nodes: Sequence[Node]) -> dict[str, object]:
     children: dict[str, object] = {}
-    for group in INVENTORY_GROUPS:
+    for group in INVENTORY_GROUPS:  # every group, even empty: playbooks look up groups['npu_ppu']
         members = [node.host for node in nodes if group in node.role.groups]
         children[group] = {"hosts": dict.fromkeys(members)} if members else {}
     extra = time_vars(nodes)[1]

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from cfcore.catalog import sku_spec
 
 from clusterforge.errors import InvalidInput
-from clusterforge.inventory_check.requirements import EXPECTED_GROUPS
 
 DEFAULT_LAB_NAME = "lab"
 DEFAULT_IMAGE = "localhost/clusterforge-node:bookworm"
@@ -146,12 +145,6 @@ ROLES: dict[str, Role] = {
 }
 ROLE_ORDER = tuple(ROLES)
 
-# The Ceph daemon groups of the storage stack (docs/design.md, "Shared storage").
-CEPH_GROUPS = ("ceph_mon", "ceph_mgr", "ceph_osd", "ceph_mds", "ceph_rgw")
-# Every group of the inventory model (the one list inventory check also uses, plus the
-# Ceph daemon groups), written even when empty so that playbooks can always look up
-# groups['npu_ppu'].
-INVENTORY_GROUPS = EXPECTED_GROUPS + tuple(g for g in CEPH_GROUPS if g not in EXPECTED_GROUPS)
 # What a FUSE mount needs in a container: the device and CAP_SYS_ADMIN (mount(2)).
 FUSE_DEVICE = "/dev/fuse"
 FUSE_CAPABILITIES = ("SYS_ADMIN",)

@@ -21,30 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .groups import INVENTORY_GROUPS
 from .inputs import InputError
-
-# The groups of the inventory model (docs/design.md, "Inventory model"). The CLI's lists
-# (clusterforge.inventory_check.requirements.EXPECTED_GROUPS plus clusterforge.lab.model's
-# Ceph daemon groups, together clusterforge.lab.model.INVENTORY_GROUPS) are the same set: a unit
-# test (tests/unit/prometheus/test_monitoring_targets.py) fails when they drift. Plugins run
-# without the CLI installed, so this module cannot import them.
-INVENTORY_GROUPS = (
-    "gpu_nvidia",
-    "npu_ascend",
-    "npu_ppu",
-    "storage",
-    "juicefs_meta",
-    "ceph_mon",
-    "ceph_mgr",
-    "ceph_osd",
-    "ceph_mds",
-    "ceph_rgw",
-    "k8s_control_plane",
-    "k8s_workers",
-    "slurm_controller",
-    "slurm_workers",
-    "monitoring",
-)
 
 # Exporter ports: the defaults of the roles that install the exporters (exporters,
 # ascend_runtime); a host or group variable of the same name overrides them.

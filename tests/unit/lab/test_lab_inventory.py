@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cfcore.groups import INVENTORY_GROUPS
 from clusterforge.lab.access import LabAccess
 from clusterforge.lab.inventory import is_generated_for, remove_inventory, render, write_inventory
-from clusterforge.lab.model import INVENTORY_GROUPS, LabSpec, plan_nodes
+from clusterforge.lab.model import LabSpec, plan_nodes
 from yamllint import linter
 from yamllint.config import YamlLintConfig
 

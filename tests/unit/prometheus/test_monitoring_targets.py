@@ -116,13 +116,12 @@ def test_cluster_groups_matches_one_group_with_a_regex():
     assert mt.cluster_groups([]) == ","
 
 
-def test_inventory_groups_are_the_cli_model():
-    from clusterforge.inventory_check.requirements import EXPECTED_GROUPS
-    from clusterforge.lab.model import INVENTORY_GROUPS
+def test_the_groups_are_the_inventory_models_one_list():
+    from cfcore import groups
 
-    assert set(mt.INVENTORY_GROUPS) == set(INVENTORY_GROUPS)
-    assert set(EXPECTED_GROUPS) <= set(mt.INVENTORY_GROUPS)
-    assert len(set(mt.INVENTORY_GROUPS)) == len(mt.INVENTORY_GROUPS)
+    assert mt.INVENTORY_GROUPS is groups.INVENTORY_GROUPS
+    assert set(groups.EXPECTED_GROUPS) | set(groups.CEPH_GROUPS) == set(groups.INVENTORY_GROUPS)
+    assert len(set(groups.INVENTORY_GROUPS)) == len(groups.INVENTORY_GROUPS)
 
 
 def test_ipv6_addresses_get_brackets():
