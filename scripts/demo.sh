@@ -34,11 +34,18 @@ clusterforge validate -i inventories/lab --out reports/lab || rc=$?
 
 step "monitoring: what Prometheus on the control node sees (targets, alerts firing)"
 podman exec -i cflab-lab-ctl-01 python3 - <<'PY' || echo "Prometheus did not answer on lab-ctl-01:9090"
-import json, urllib.request
+import json, time, urllib.request
 def get(path):
     return json.load(urllib.request.urlopen("http://127.0.0.1:9090" + path, timeout=10))["data"]
+# Prometheus started at the end of site.yml: wait (up to 60 s) until each target was scraped once.
+deadline = time.monotonic() + 60
+targets = get("/api/v1/targets?state=active")["activeTargets"]
+while any(t["health"] == "unknown" for t in targets) and time.monotonic() < deadline:
+    time.sleep(3)
+    targets = get("/api/v1/targets?state=active")["activeTargets"]
+time.sleep(20)  # one rule evaluation after the first scrapes
 jobs = {}
-for t in get("/api/v1/targets?state=active")["activeTargets"]:
+for t in targets:
     up, total = jobs.get(t["labels"]["job"], (0, 0))
     jobs[t["labels"]["job"]] = (up + (t["health"] == "up"), total + 1)
 print("targets up:", ", ".join(f"{job} {up}/{total}" for job, (up, total) in sorted(jobs.items())))
