@@ -4,7 +4,8 @@ Bringing a lab up and the site playbook on it cost minutes, so the whole
 session uses one: `cftest` (its own name: a developer's `lab` is never
 touched), a control node, three GPU and two NPU nodes, some of them faulty on
 purpose (PROFILES), and a storage node (a one-node Ceph cluster the others
-mount), brought up and then prepared by `playbooks/site.yml` as in production.
+mount), brought up and then prepared by `clusterforge bringup` as in production
+(killed with SIGKILL in one stage and resumed on the way: test_bringup_lab.py).
 It is removed at the end whatever happens.
 
 Modules run in the order of their LAB_ORDER (default 50): the ones that only
@@ -15,13 +16,15 @@ Needs root, podman and the node image (scripts/test.sh sets all of them up).
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import shutil
+import signal
+import subprocess
 import time
 
 import pytest
-from labkit import BIN, COUNTS, HOSTS, INVENTORY, LAB, PROFILES, ROOT, STATE, Lab, explain, lab_cli, run
+from labkit import BIN, COUNTS, ENV, HOSTS, INVENTORY, LAB, PROFILES, ROOT, STATE, Lab, explain, lab_cli, run
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -29,21 +32,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: getattr(item.module, "LAB_ORDER", 50))
 
 
-# profile_tasks (ansible.cfg) stamps every task: "... (0:00:01.234)       0:05:12.345 ****".
-_ELAPSED = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(\d+):(\d\d):(\d\d\.\d+)")
+# The bring-up is killed (SIGKILL) once this stage has started, then resumed: the resumed run
+# must redo neither the stages nor the hosts that were done (test_bringup_lab.py).
+KILL_AT_STAGE = "storage"
+# The lab's run ledger (its state folder: `lab down` removes it with the lab).
+LEDGER = STATE / "runs"
+# Its own validation would stop on the nodes that are faulty on purpose: the tests judge them.
+BRINGUP_ARGS = ["-e", "validate_block_on_fail=false", "--skip", "validate", "--ledger", str(LEDGER)]
 
 
-def part_seconds(output: str, first_play: str, next_play: str | None = None) -> str:
-    """The time of a part of site.yml: from its first play to the next part's (or the end)."""
-    start = output.find(f"PLAY [{first_play}")
-    end = output.find(f"PLAY [{next_play}", start) if next_play and start >= 0 else -1
-    part = output[start : end if end >= 0 else len(output)] if start >= 0 else ""
-    stamps = [int(h) * 3600 + int(m) * 60 + float(s) for h, m, s in _ELAPSED.findall(part)]
-    return f"{stamps[-1] - stamps[0]:.0f} s" if len(stamps) > 1 else "not found"
-
-
-# The first play of storage.yml, schedulers.yml and monitoring.yml, which site.yml imports last.
-STORAGE_PLAY, SCHEDULERS_PLAY, MONITORING_PLAY = "Ceph cluster", "ClusterForge's health check", "Exporters"
+def killed_then_resumed_bringup() -> str:
+    """`clusterforge bringup` of the lab, SIGKILLed in stage KILL_AT_STAGE, then `--resume`d; its run id."""
+    argv = [str(BIN / "clusterforge"), "bringup", "-i", str(INVENTORY), *BRINGUP_ARGS]
+    log = STATE / "bringup-killed.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 900
+    stage_file = None
+    while proc.poll() is None and time.monotonic() < deadline:
+        stage_file = next(iter(LEDGER.glob(f"*/stages/*-{KILL_AT_STAGE}.json")), None)
+        if stage_file is not None:
+            break
+        time.sleep(1)
+    reached = stage_file is not None and proc.poll() is None
+    assert reached, f"never reached {KILL_AT_STAGE}:\n{log.read_text()[-4000:]}"
+    time.sleep(15)  # into the stage's tasks
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    run_id = stage_file.parent.parent.name
+    # ansible-playbook of the killed stage must not outlive its controller: it would race the resume.
+    killed_stage = f"{run_id}/artifacts/{KILL_AT_STAGE}-1/"
+    deadline = time.monotonic() + 60
+    while run("pgrep", "-f", killed_stage).returncode == 0 and time.monotonic() < deadline:
+        time.sleep(2)
+    orphans = run("pgrep", "-af", killed_stage)
+    assert orphans.returncode != 0, f"ansible-playbook outlived the killed controller:\n{orphans.stdout}"
+    resumed = run(BIN / "clusterforge", "bringup", "--resume", run_id, "--ledger", LEDGER, timeout=900)
+    assert resumed.returncode == 0, explain(resumed)
+    return run_id
 
 
 @pytest.fixture(scope="session")
@@ -58,23 +84,15 @@ def lab():
     try:
         assert up.returncode == 0, explain(up)
         print(f"\nlab up: {time.monotonic() - clock:.0f} s")
-        # Tests follow bring-up, as in production: the site playbook prepares the
-        # nodes (chrony from the lab's time server, the NVIDIA stack from the
-        # lab's test repositories, ...). Its own validation would stop on the
-        # nodes that are faulty on purpose: the tests judge them.
+        # Tests follow bring-up, as in production: `clusterforge bringup` takes the nodes through
+        # every stage (chrony from the lab's time server, the NVIDIA stack from the lab's test
+        # repositories, ...), killed once on the way and resumed.
         clock = time.monotonic()
-        site = run(
-            BIN / "ansible-playbook", "-i", INVENTORY, "-e", "validate_block_on_fail=false",
-            ROOT / "playbooks" / "site.yml", timeout=900,
-        )  # fmt: skip
-        assert site.returncode == 0, explain(site)
-        print(
-            f"site playbook: {time.monotonic() - clock:.0f} s (storage plays: "
-            f"{part_seconds(site.stdout, STORAGE_PLAY, SCHEDULERS_PLAY)}, "
-            f"scheduler plays: {part_seconds(site.stdout, SCHEDULERS_PLAY, MONITORING_PLAY)}, "
-            f"monitoring plays: {part_seconds(site.stdout, MONITORING_PLAY)})"
-        )
-        yield Lab(LAB, INVENTORY, STATE, HOSTS, up)
+        run_id = killed_then_resumed_bringup()
+        stages = sorted((LEDGER / run_id / "stages").glob("*.json"))
+        took = ", ".join(f"{p.stem[3:]} {json.loads(p.read_text()).get('duration_s', 0):.0f}" for p in stages)
+        print(f"bring-up, killed and resumed: {time.monotonic() - clock:.0f} s (per stage, s: {took})")
+        yield Lab(LAB, INVENTORY, STATE, HOSTS, up, run_id)
     finally:
         down = lab_cli("down", "--name", LAB)
         assert down.returncode == 0, explain(down)

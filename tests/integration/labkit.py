@@ -67,6 +67,7 @@ class Lab:
     state: Path
     hosts: list[str]
     up: subprocess.CompletedProcess  # the `lab up` that created it
+    bringup_run: str  # the id of the bring-up run (in conftest.LEDGER) that prepared it
 
 
 def node(host: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -1,8 +1,11 @@
 """Command groups of the CLI, one module each."""
 
+from clusterforge.commands.bringup import bringup
+from clusterforge.commands.demo import demo
 from clusterforge.commands.facts import facts
 from clusterforge.commands.inventory import inventory
 from clusterforge.commands.lab import lab
+from clusterforge.commands.runs import runs
 from clusterforge.commands.validate import validate
 
-COMMAND_GROUPS = [inventory, lab, facts, validate]
+COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, runs, demo]

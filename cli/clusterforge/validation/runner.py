@@ -47,6 +47,7 @@ def run_playbook(
     limit: str | None = None,
     forks: int | None = None,
     check_mode: bool = False,
+    diff: bool = False,
     timeout_s: int | None = None,
 ) -> PlaybookRun:
     """Run `playbook` and call on_event(event_name, event_data) for every event."""
@@ -73,7 +74,7 @@ def run_playbook(
             extravars=extravars or {},
             limit=limit,
             forks=forks,
-            cmdline="--check" if check_mode else None,
+            cmdline=" ".join(flag for flag, on in (("--check", check_mode), ("--diff", diff)) if on) or None,
             # ansible_env's settings and the operator's own ANSIBLE_* ones (vault password file, ...).
             envvars={k: v for k, v in env.items() if k.startswith("ANSIBLE_") or k == "PATH"},
             quiet=True,

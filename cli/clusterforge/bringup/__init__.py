@@ -1,0 +1,1 @@
+"""`clusterforge bringup`: stages, progress, the run ledger (docs/design.md, "Bring-up runs")."""

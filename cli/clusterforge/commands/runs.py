@@ -1,0 +1,92 @@
+"""`clusterforge runs`: read the run ledger (bring-up and upgrade runs)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge.commands.bringup import LEDGER_HELP
+
+
+@click.group()
+def runs() -> None:
+    """Read the run ledger: what ran, where each host stands."""
+
+
+@runs.command("list")
+@click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False), help=LEDGER_HELP)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def list_runs(ledger_dir: str | None, fmt: str) -> None:
+    """Every run, newest first: id, kind, status, start, hosts, stages done."""
+    from clusterforge.bringup.workflow import ledger_from
+
+    rows = []
+    for run in ledger_from(ledger_dir).runs():
+        record = run.read()
+        stages = run.stages()
+        done = sum(1 for s in stages if s.get("status") == "ok")
+        rows.append({
+            "id": run.id, "kind": record.get("kind"), "status": run.status(record),
+            "started": record.get("started"), "ended": record.get("ended"),
+            "hosts": len(record.get("hosts") or []), "stages_ok": done,
+            "stages": len(record.get("stages") or []),
+            "check": bool((record.get("options") or {}).get("check")),
+        })  # fmt: skip
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        click.echo("no runs in the ledger")
+        return
+    table = Table()
+    for column in ("id", "kind", "status", "started", "hosts", "stages ok"):
+        table.add_column(column, no_wrap=True)
+    for row in rows:
+        kind = f"{row['kind']} --check" if row["check"] else str(row["kind"])
+        table.add_row(row["id"], kind, row["status"], str(row["started"]), str(row["hosts"]),
+                      f"{row['stages_ok']}/{row['stages']}")  # fmt: skip
+    Console(highlight=False).print(table)
+
+
+@runs.command("show")
+@click.argument("run_id", metavar="RUN")
+@click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False), help=LEDGER_HELP)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
+    """One run: its inventory, BOM and attempts, each host's result per stage, failures and drift."""
+    from clusterforge.bringup import summary
+    from clusterforge.bringup.workflow import ledger_from
+
+    run = ledger_from(ledger_dir).open(run_id)
+    record = run.read()
+    stages = run.stages()
+    status = run.status(record)
+    if fmt == "json":
+        click.echo(json.dumps({**record, "status": status, "stage_records": stages}, indent=1, default=str))
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    inventory = record.get("inventory") or {}
+    console.print(f"run {run.id} ({record.get('kind')}): {status}", markup=False)
+    console.print(
+        f"  inventory {inventory.get('path')} (sha256 {str(inventory.get('sha256'))[:12]})", markup=False
+    )
+    bom = ", ".join(f"{k}={v}" for k, v in (record.get("bom") or {}).items()) or "none"
+    console.print(f"  BOM: {bom}", markup=False)
+    for attempt in record.get("attempts") or []:
+        console.print(
+            f"  attempt {attempt.get('n')}: {attempt.get('started')} to {attempt.get('ended') or 'now'}, "
+            f"pid {attempt.get('pid')} on {attempt.get('host')}",
+            markup=False,
+        )
+    if status == "interrupted":
+        console.print(
+            f"  the controller is gone: continue with `clusterforge bringup --resume {run.id}`", markup=False
+        )
+    summary.host_table({**record, "status": status}, stages, console)
+    summary.failures(stages, console)
+    if (record.get("options") or {}).get("check"):
+        summary.drift_report(stages, console)
+    console.print(f"artifacts: {run.path}", markup=False)

@@ -1,0 +1,91 @@
+"""`clusterforge bringup` on the shared lab (conftest.py), whose own bring-up was SIGKILLed in
+stage KILL_AT_STAGE and resumed: the ledger, `--check` (no drift on the converged lab, then
+exactly a hand-made change on exactly its node) and a second bring-up that changes nothing.
+Runs after the tests that only read the lab, before its lifecycle (LAB_ORDER).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import BRINGUP_ARGS, KILL_AT_STAGE, LEDGER
+from labkit import BIN, INVENTORY, LAB, explain, run, sh
+
+pytestmark = pytest.mark.lab
+LAB_ORDER = 40  # after validation (10), storage (20) and Slurm (30): those leave no Ansible-managed drift
+STAGES = ["preflight", "base", "fabric", "accelerators", "storage", "schedulers", "monitoring"]
+DRIFTED = f"{LAB}-gpu-01"
+JOURNALD_DROPIN = "/etc/systemd/journald.conf.d/60-clusterforge.conf"
+
+
+def bringup(*args: str, timeout: float = 900):
+    return run(BIN / "clusterforge", "bringup", "-i", INVENTORY, *args, *BRINGUP_ARGS, timeout=timeout)
+
+
+def newest_run() -> tuple[dict, dict[str, dict]]:
+    """run.json and stage -> stage record of the ledger's newest run."""
+    listed = run(BIN / "clusterforge", "runs", "list", "--ledger", LEDGER, "--format", "json")
+    assert listed.returncode == 0, explain(listed)
+    folder = LEDGER / json.loads(listed.stdout)[0]["id"]
+    stages = [json.loads(p.read_text()) for p in sorted((folder / "stages").glob("*.json"))]
+    return json.loads((folder / "run.json").read_text()), {s["stage"]: s for s in stages}
+
+
+def test_the_killed_bringup_resumed_without_redoing_what_was_done(lab):
+    folder = LEDGER / lab.bringup_run
+    record = json.loads((folder / "run.json").read_text())
+    assert (record["status"], record["exit_code"], len(record["attempts"])) == ("succeeded", 0, 2)
+    killed_at = STAGES.index(KILL_AT_STAGE)
+    for index, stage in enumerate(STAGES, start=1):
+        hosts = json.loads((folder / "stages" / f"{index:02d}-{stage}.json").read_text())["hosts"]
+        attempts = {r["attempt"] for r in hosts.values()}
+        assert attempts == ({1} if index - 1 < killed_at else {2}), f"{stage}: attempts {attempts}"
+        assert (folder / "artifacts" / f"{stage}-2").exists() == (index - 1 >= killed_at), stage
+        assert all(r["result"] in ("ok", "changed", "none") for r in hosts.values()), (stage, hosts)
+    shown = run(BIN / "clusterforge", "runs", "show", lab.bringup_run, "--ledger", LEDGER)
+    assert shown.returncode == 0, explain(shown)
+    assert "succeeded" in shown.stdout and "attempt 2" in shown.stdout, shown.stdout
+
+
+def test_check_on_the_converged_lab_reports_no_drift(lab):
+    checked = bringup("--check")
+    assert checked.returncode == 0, explain(checked)
+    assert "no drift" in checked.stdout
+
+
+def test_a_hand_made_change_is_drift_on_exactly_that_node_and_a_bringup_repairs_it(lab):
+    sh(DRIFTED, f"echo SystemMaxUse=99G >> {JOURNALD_DROPIN}; systemctl stop chrony")
+    try:
+        checked = bringup("--check", "--stages", "base")
+        assert checked.returncode == 3, explain(checked)
+        _, stages = newest_run()
+        drift = {h: r["changed_tasks"] for h, r in stages["base"]["hosts"].items() if r["changed_tasks"]}
+        assert set(drift) == {DRIFTED}, drift
+        assert [change["task"] for change in drift[DRIFTED]] == [
+            "Keep the journal on disk, size-capped",
+            "Start chrony and enable it at boot",
+        ]
+        assert f"drift on {DRIFTED}:" in checked.stdout and "-SystemMaxUse=99G" in checked.stdout
+        assert "SystemMaxUse=99G" in sh(DRIFTED, f"cat {JOURNALD_DROPIN}")  # --check changed nothing
+    finally:
+        repaired = bringup("--stages", "base", "--limit", DRIFTED)
+        assert repaired.returncode == 0, explain(repaired)
+    assert "99G" not in sh(DRIFTED, f"cat {JOURNALD_DROPIN}")
+    assert sh(DRIFTED, "systemctl is-active chrony").strip() == "active"
+
+
+def test_a_second_bringup_changes_nothing(lab):
+    again = bringup()
+    assert again.returncode == 0, explain(again)
+    record, stages = newest_run()
+    assert record["stages"] == STAGES
+    changed = {
+        (stage, host): [c["task"] for c in result["changed_tasks"]]
+        for stage, stage_record in stages.items()
+        for host, result in stage_record["hosts"].items()
+        if result["result"] == "changed"
+    }
+    assert changed == {}
+    took = ", ".join(f"{s} {r['duration_s']:.0f} s" for s, r in stages.items())
+    print(f"converged bring-up of the lab: {took}")
