@@ -6,8 +6,9 @@
 - `ansible_tool(name)`: an `ansible-*` executable, the one next to this
   Python first (the venv), then PATH; EnvironmentNotReady (exit 4) otherwise.
 - `ansible_env()`: the environment of a subprocess or ansible-runner run:
-  the same ansible.cfg, the venv's tools first on PATH, no colours, and
-  Mitogen's strategy (`mitogen_strategy`) unless CLUSTERFORGE_MITOGEN=0.
+  the same ansible.cfg, the venv's tools first on PATH, no colours, and for
+  the bring-up's stages Mitogen's strategy (`mitogen_strategy`) unless
+  CLUSTERFORGE_MITOGEN=0.
 - `ensure_collection_link()`: makes the checkout resolvable as the Ansible
   collection `clusterforge.cluster` (ansible.cfg's collections_path points at
   `.collections/`, a git-ignored folder holding one symlink to the checkout).
@@ -68,8 +69,11 @@ def ansible_tool(name: str) -> str:
     return found
 
 
-def ansible_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """Ansible subprocess environment: the checkout's ansible.cfg and collection, the venv's tools first."""
+def ansible_env(base: dict[str, str] | None = None, *, mitogen: bool = False) -> dict[str, str]:
+    """Ansible subprocess environment: the checkout's ansible.cfg and collection, the venv's tools first.
+
+    `mitogen`: with Mitogen's strategy (`mitogen_strategy`): the bring-up's stages ask for it.
+    """
     env = dict(os.environ if base is None else base)
     config = config_path()
     if config is not None:
@@ -77,7 +81,8 @@ def ansible_env(base: dict[str, str] | None = None) -> dict[str, str]:
         ensure_collection_link(config.parent)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault("ANSIBLE_NOCOLOR", "1")
-    env.update(mitogen_strategy(env))
+    if mitogen:
+        env.update(mitogen_strategy(env))
     return env
 
 

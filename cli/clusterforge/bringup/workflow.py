@@ -163,6 +163,11 @@ def _execute(
                     before or _write_untouched(run, index, name, None, hosts, "skipped", attempt)
                 )
                 continue
+            if not stage(name).shardable:
+                # A cluster-wide stage computes from all its hosts at once (slurm.conf from every
+                # worker's probe, the scrape targets): it runs again for all of them.
+                todo = [h for h in hosts if h in in_flow]
+                finished -= set(todo)
             if name == "validate" and options.check:
                 display.note(f"stage validate ({index}/{total}): not run with --check (it changes nothing)")
                 stage_records.append(_write_untouched(run, index, name, before, hosts, "skipped", attempt))
@@ -236,6 +241,7 @@ def _run_stage(
             forks=options.forks,
             check_mode=options.check,
             diff=options.check,
+            mitogen=True,
         )
 
     if len(shards) == 1:

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from clusterforge.bringup import summary
 from clusterforge.bringup.stages import STAGE_NAMES, select_stages
+from clusterforge.commands.lab import stdout_console
 from clusterforge.errors import InvalidInput
 
 LEDGER_HELP = "The run ledger folder [default: .clusterforge/runs under the current folder]."
@@ -125,7 +126,7 @@ def bringup(
     from clusterforge.bringup import workflow
     from clusterforge.bringup.progress import BringupDisplay
 
-    stdout = Console(highlight=False, soft_wrap=True)
+    stdout = stdout_console()
     display = BringupDisplay(Console(stderr=True, highlight=False, soft_wrap=True))
     ledger = workflow.ledger_from(ledger_dir)
     if resume_id:

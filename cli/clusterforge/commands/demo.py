@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 
 from clusterforge.commands.bringup import LEDGER_HELP
-from clusterforge.commands.lab import _print_up, name_option
+from clusterforge.commands.lab import _print_up, name_option, stdout_console
 
 
 @click.command()
@@ -39,7 +39,7 @@ def demo(name: str, ledger_dir: str | None) -> None:
     from clusterforge.lab.up import UpRequest, lab_up
     from clusterforge.paths import project_root
 
-    stdout = Console(highlight=False, soft_wrap=True)
+    stdout = stdout_console()
     ctx = LabContext.create(project_root())
     up = lab_up(ctx, UpRequest(name=name, counts={}))
     _print_up(up, ctx.reporter.elapsed())

@@ -26,7 +26,8 @@ name_option = click.option(
 )
 
 
-def _stdout() -> Console:
+def stdout_console() -> Console:
+    """stdout for tables: the terminal's width, or 200 columns in logs and pipes (one row a line)."""
     console = Console(highlight=False)
     if not console.is_terminal:  # keep table rows on one line in logs and pipes
         console = Console(highlight=False, width=200)
@@ -137,7 +138,7 @@ def _print_up(result: UpResult, elapsed: float) -> None:
             node.hwreplay_profile or "-",
             node.container,
         )
-    out = _stdout()
+    out = stdout_console()
     out.print(table)
     reused = len(result.nodes) - len(result.created) - len(result.started)
     out.print(
@@ -200,7 +201,7 @@ def _print_status(result: LabStatus) -> None:
         table.add_row(
             node.host, node.role, node.ip or "-", node.container, node.state, node.systemd, node.ssh
         )
-    out = _stdout()
+    out = stdout_console()
     out.print(table)
     if result.inventory:
         out.print(f"inventory: {_shown(result.inventory)}")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from clusterforge.commands.bringup import LEDGER_HELP
+from clusterforge.commands.lab import stdout_console
 
 
 @click.group()
@@ -48,7 +48,7 @@ def list_runs(ledger_dir: str | None, fmt: str) -> None:
         kind = f"{row['kind']} --check" if row["check"] else str(row["kind"])
         table.add_row(row["id"], kind, row["status"], str(row["started"]), str(row["hosts"]),
                       f"{row['stages_ok']}/{row['stages']}")  # fmt: skip
-    Console(highlight=False).print(table)
+    stdout_console().print(table)
 
 
 @runs.command("show")
@@ -67,7 +67,7 @@ def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps({**record, "status": status, "stage_records": stages}, indent=1, default=str))
         return
-    console = Console(highlight=False, soft_wrap=True)
+    console = stdout_console()
     inventory = record.get("inventory") or {}
     console.print(f"run {run.id} ({record.get('kind')}): {status}", markup=False)
     console.print(

@@ -49,8 +49,9 @@ def run_playbook(
     check_mode: bool = False,
     diff: bool = False,
     timeout_s: int | None = None,
+    mitogen: bool = False,
 ) -> PlaybookRun:
-    """Run `playbook` and call on_event(event_name, event_data) for every event."""
+    """Run `playbook` and call on_event(event_name, event_data) for every event (ansible_env's `mitogen`)."""
     import ansible_runner  # imported late: it is slow to import and most commands never need it
 
     ansible_tool("ansible-playbook")  # a clear error now rather than a runner traceback
@@ -65,7 +66,7 @@ def run_playbook(
         on_event(name, data)
         return name in _KEPT_EVENTS
 
-    env = ansible_env()
+    env = ansible_env(mitogen=mitogen)
     try:
         runner = ansible_runner.run(
             private_data_dir=str(private_dir),

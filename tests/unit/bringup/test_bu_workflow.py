@@ -129,7 +129,9 @@ def test_resume_reruns_only_the_hosts_and_stages_not_finished(site, monkeypatch,
     fake.outcomes = {}  # the operator fixed n3
     assert cli("bringup", "--resume", run_id) == 0
     assert [(c["stage"], c["hosts"]) for c in fake.calls()] == [
-        (stage, ["n3"]) for stage in PLAYBOOK_STAGES[2:]
+        ("fabric", ["n3"]),
+        ("accelerators", ["n3"]),
+        *[(stage, HOSTS) for stage in ("storage", "schedulers", "monitoring")],  # cluster-wide: all hosts
     ]  # preflight and base: every host had finished them
     ledger = only_run(tmp_path)
     assert ledger["run"]["status"] == "succeeded" and len(ledger["run"]["attempts"]) == 2

@@ -1,0 +1,191 @@
+"""Benchmark of bring-up speed: prints figures, asserts nothing.
+
+    .venv/bin/python tests/bench/bench_bringup.py lab [-i inventories/lab] [--playbook site.yml]
+    .venv/bin/python tests/bench/bench_bringup.py fleet [--hosts 100 500 1000] [--shards 4]
+
+`lab` (a lab that is already brought up: `clusterforge demo`, or the lab tests' own): the
+converged re-run of the same playbook over SSH with three settings, one after the other in
+one run, and the controller's cost per host-task of each:
+  stock    Ansible's defaults: a configuration with only what finds the collection and reaches
+           the lab (collections and roles path, the lab's SSH options come from its inventory);
+  shipped  ClusterForge's ansible.cfg (forks 50, pipelining, ControlPersist, fact cache, fixed
+           interpreter), Ansible's own strategy;
+  shipped + Mitogen  the same with Mitogen's linear strategy, as `clusterforge bringup` runs it.
+A host-task is one task result of one host (ok, changed, skipped or failed), counted from
+ansible-runner's events.
+
+`fleet`: the controller alone at fleet scale. N simulated hosts whose tasks run on the
+controller (set_fact, assert, debug: templating, a worker per host-task, the results queue;
+no connection, no module transfer), which is where one ansible-playbook process tops out,
+in one process and split into concurrent processes (--shards), as `clusterforge bringup`
+shards node-local stages. The figure that matters on a controller with more cores is the
+sharded one: each process is single-threaded at its core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "cli"), str(ROOT / "plugins" / "module_utils")]
+
+from clusterforge.ansible_env import ansible_env, mitogen_strategy  # noqa: E402
+
+
+def run_counted(
+    playbook: Path, inventory: Path, env: dict[str, str], private: Path, limit: str | None = None
+):
+    """(seconds, host-tasks, failed hosts) of one ansible-playbook run through ansible-runner."""
+    import ansible_runner
+
+    counts = {"host_tasks": 0}
+    counted = {"runner_on_ok", "runner_on_skipped", "runner_on_failed", "runner_on_unreachable"}
+
+    def handle(event: dict) -> bool:
+        if event.get("event") in counted:
+            counts["host_tasks"] += 1
+        return False
+
+    clock = time.monotonic()
+    result = ansible_runner.run(
+        private_data_dir=str(private),
+        playbook=str(playbook),
+        inventory=str(inventory),
+        limit=limit,
+        envvars=env,
+        quiet=True,
+        event_handler=handle,
+    )
+    seconds = time.monotonic() - clock
+    stats = result.stats or {}
+    failed = sorted(set(stats.get("failures", {})) | set(stats.get("dark", {})))
+    return seconds, counts["host_tasks"], failed
+
+
+def settings(folder: Path) -> dict[str, dict[str, str]]:
+    """The environments compared: stock, shipped, shipped + Mitogen (ANSIBLE_* and PATH only)."""
+    shipped = {k: v for k, v in ansible_env().items() if k.startswith("ANSIBLE_") or k == "PATH"}
+    for key in ("ANSIBLE_STRATEGY", "ANSIBLE_STRATEGY_PLUGINS"):
+        shipped.pop(key, None)
+    stock_cfg = folder / "stock.cfg"
+    stock_cfg.write_text(
+        f"[defaults]\ncollections_path = {ROOT / '.collections'}\nroles_path = {ROOT / 'roles'}\n"
+    )
+    stock = {**shipped, "ANSIBLE_CONFIG": str(stock_cfg)}
+    mitogen = {**shipped, **mitogen_strategy({})}
+    if "ANSIBLE_STRATEGY" not in mitogen:
+        raise SystemExit("Mitogen is not installed in this venv (scripts/setup-venv.sh)")
+    return {"stock": stock, "shipped": shipped, "shipped + Mitogen": mitogen}
+
+
+def bench_lab(args: argparse.Namespace) -> None:
+    inventory = Path(args.inventory).resolve()
+    playbook = ROOT / "playbooks" / args.playbook
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        envs = settings(folder)
+        # A first converged pass with the shipped settings: every later pass starts from the same state.
+        run_counted(playbook, inventory, envs["shipped + Mitogen"], folder / "warm")
+        rows = []
+        for name, env in envs.items():
+            seconds, host_tasks, failed = run_counted(
+                playbook, inventory, env, folder / name.replace(" ", "")
+            )
+            rows.append((name, seconds, host_tasks, failed))
+    stock = rows[0][1]
+    print(f"converged re-run of playbooks/{args.playbook} on {inventory.name} (same nodes, same playbook):")
+    for name, seconds, host_tasks, failed in rows:
+        note = f"  FAILED on {', '.join(failed)}" if failed else ""
+        print(
+            f"  {name:18} {seconds:7.1f} s  {host_tasks:5d} host-tasks  {1000 * seconds / host_tasks:6.1f} ms"
+            f"/host-task  {stock / seconds:4.1f}x stock{note}"
+        )
+
+
+def fleet_files(folder: Path, hosts: int, tasks: int) -> tuple[Path, Path]:
+    names = [f"node-{i:05d}" for i in range(hosts)]
+    inventory = {
+        "all": {
+            "vars": {"ansible_connection": "local", "node_sku": "hgx-h100-8gpu"},
+            "hosts": {
+                n: {"rack": f"r{i // 40:03d}", "ansible_host": f"198.51.100.{i % 250 + 1}"}
+                for i, n in enumerate(names)
+            },
+        }
+    }
+    (folder / "fleet.yml").write_text(yaml.safe_dump(inventory))
+    body = []
+    for index in range(tasks):
+        body += [
+            {
+                "name": f"Compute a value {index}",
+                "ansible.builtin.set_fact": {f"v{index}": "{{ rack }}-{{ node_sku }}"},
+            },
+        ]
+    body.append(
+        {
+            "name": "Check it",
+            "ansible.builtin.assert": {"that": ["v0 == rack ~ '-' ~ node_sku"], "quiet": True},
+        }
+    )
+    play = [{"name": "A converged pass", "hosts": "all", "gather_facts": False, "tasks": body}]
+    (folder / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    return folder / "play.yml", folder / "fleet.yml"
+
+
+def bench_fleet(args: argparse.Namespace) -> None:
+    env = {k: v for k, v in ansible_env().items() if k.startswith("ANSIBLE_") or k == "PATH"}
+    for key in ("ANSIBLE_STRATEGY", "ANSIBLE_STRATEGY_PLUGINS"):  # no connection here: Mitogen adds nothing
+        env.pop(key, None)
+    print(f"controller alone: {args.tasks} tasks per host, {os.cpu_count()} cores here")
+    for hosts in args.hosts:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            playbook, inventory = fleet_files(folder, hosts, args.tasks - 1)
+            one, host_tasks, _ = run_counted(playbook, inventory, env, folder / "one")
+            names = [f"node-{i:05d}" for i in range(hosts)]
+            size = -(-hosts // args.shards)
+            limits = []
+            for k in range(args.shards):
+                path = folder / f"limit-{k}.txt"
+                path.write_text("\n".join(names[k * size : (k + 1) * size]) + "\n")
+                limits.append(path)
+            shard_runs = [
+                (playbook, inventory, env, folder / f"s{k}", f"@{limit}") for k, limit in enumerate(limits)
+            ]
+            clock = time.monotonic()
+            with ThreadPoolExecutor(args.shards) as pool:
+                list(pool.map(lambda shard: run_counted(*shard), shard_runs))
+            sharded = time.monotonic() - clock
+        print(
+            f"  {hosts:5d} hosts: one process {one:6.1f} s ({host_tasks / one:5.0f} host-tasks/s), "
+            f"{args.shards} shards {sharded:6.1f} s ({host_tasks / sharded:5.0f} host-tasks/s)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="what", required=True)
+    lab = sub.add_parser("lab", help="stock vs shipped vs Mitogen on a brought-up lab")
+    lab.add_argument("-i", "--inventory", default=str(ROOT / "inventories" / "lab"))
+    lab.add_argument("--playbook", default="site.yml")
+    fleet = sub.add_parser("fleet", help="the controller over N simulated hosts, one process vs shards")
+    fleet.add_argument("--hosts", type=int, nargs="+", default=[100, 500, 1000])
+    fleet.add_argument("--tasks", type=int, default=10)
+    fleet.add_argument("--shards", type=int, default=4)
+    args = parser.parse_args()
+    bench_lab(args) if args.what == "lab" else bench_fleet(args)
+
+
+if __name__ == "__main__":
+    main()
