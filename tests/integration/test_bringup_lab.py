@@ -1,7 +1,9 @@
 """`clusterforge bringup` on the shared lab (conftest.py), whose own bring-up was SIGKILLed in
 stage KILL_AT_STAGE and resumed: the ledger, `--check` (no drift on the converged lab, then
 exactly a hand-made change on exactly its node) and a second bring-up that changes nothing.
-Runs after the tests that only read the lab, before its lifecycle (LAB_ORDER).
+Runs on the lab as the bring-up left it (LAB_ORDER): after monitoring's reads, before the tests
+that switch replay profiles or restart nodes, which is drift too (a restarted container gets a
+new /etc/hosts from podman and an empty /run; a switched replay profile changes the HCA facts).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from conftest import BRINGUP_ARGS, KILL_AT_STAGE, LEDGER
 from labkit import BIN, INVENTORY, LAB, explain, run, sh
 
 pytestmark = pytest.mark.lab
-LAB_ORDER = 40  # after validation (10), storage (20) and Slurm (30): those leave no Ansible-managed drift
+LAB_ORDER = 7  # after monitoring (5: reads only), before validation (10: switches replay profiles)
 STAGES = ["preflight", "base", "fabric", "accelerators", "storage", "schedulers", "monitoring"]
 DRIFTED = f"{LAB}-gpu-01"
 JOURNALD_DROPIN = "/etc/systemd/journald.conf.d/60-clusterforge.conf"
+NODE_EXPORTER = "prometheus-node-exporter"
 
 
 def bringup(*args: str, timeout: float = 900):
@@ -55,25 +58,33 @@ def test_check_on_the_converged_lab_reports_no_drift(lab):
 
 
 def test_a_hand_made_change_is_drift_on_exactly_that_node_and_a_bringup_repairs_it(lab):
-    sh(DRIFTED, f"echo SystemMaxUse=99G >> {JOURNALD_DROPIN}; systemctl stop chrony")
+    # An edited configuration file (role base) and a stopped service (role exporters); not one
+    # that validation checks (chrony): the tests after this one validate the nodes.
+    sh(DRIFTED, f"echo SystemMaxUse=99G >> {JOURNALD_DROPIN}; systemctl stop {NODE_EXPORTER}")
     try:
-        checked = bringup("--check", "--stages", "base")
+        checked = bringup("--check", "--stages", "base,monitoring")
         assert checked.returncode == 3, explain(checked)
         _, stages = newest_run()
-        drift = {h: r["changed_tasks"] for h, r in stages["base"]["hosts"].items() if r["changed_tasks"]}
-        assert set(drift) == {DRIFTED}, drift
-        assert {change["task"] for change in drift[DRIFTED]} == {
-            "Keep the journal on disk, size-capped",
-            "Restart journald",  # the handler the changed drop-in would notify
-            "Start chrony and enable it at boot",
+        drift = {
+            (stage, host): {change["task"] for change in result["changed_tasks"]}
+            for stage, record in stages.items()
+            for host, result in record["hosts"].items()
+            if result["changed_tasks"]
+        }
+        assert drift == {
+            ("base", DRIFTED): {
+                "Keep the journal on disk, size-capped",
+                "Restart journald",  # the handler the changed drop-in would notify
+            },
+            ("monitoring", DRIFTED): {"Run node_exporter now and at boot"},
         }
         assert f"drift on {DRIFTED}:" in checked.stdout and "-SystemMaxUse=99G" in checked.stdout
         assert "SystemMaxUse=99G" in sh(DRIFTED, f"cat {JOURNALD_DROPIN}")  # --check changed nothing
     finally:
-        repaired = bringup("--stages", "base", "--limit", DRIFTED)
+        repaired = bringup("--stages", "base,monitoring", "--limit", DRIFTED)
         assert repaired.returncode == 0, explain(repaired)
     assert "99G" not in sh(DRIFTED, f"cat {JOURNALD_DROPIN}")
-    assert sh(DRIFTED, "systemctl is-active chrony").strip() == "active"
+    assert sh(DRIFTED, f"systemctl is-active {NODE_EXPORTER}").strip() == "active"
 
 
 def test_a_second_bringup_changes_nothing(lab):
