@@ -26,6 +26,16 @@ import time
 import pytest
 from labkit import BIN, COUNTS, ENV, HOSTS, INVENTORY, LAB, PROFILES, ROOT, STATE, Lab, explain, lab_cli, run
 
+# Figures worth seeing in CI's log (captured output is not): printed at the end of the session.
+TIMINGS: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if TIMINGS:
+        terminalreporter.section("lab timings")
+        for line in TIMINGS:
+            terminalreporter.write_line(line)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the modules in LAB_ORDER (stable: tests keep their order inside a module)."""
@@ -83,7 +93,7 @@ def lab():
     up = lab_cli("up", "--name", LAB, *counts, *profiles, timeout=900)
     try:
         assert up.returncode == 0, explain(up)
-        print(f"\nlab up: {time.monotonic() - clock:.0f} s")
+        TIMINGS.append(f"lab up: {time.monotonic() - clock:.0f} s")
         # Tests follow bring-up, as in production: `clusterforge bringup` takes the nodes through
         # every stage (chrony from the lab's time server, the NVIDIA stack from the lab's test
         # repositories, ...), killed once on the way and resumed.
@@ -91,7 +101,9 @@ def lab():
         run_id = killed_then_resumed_bringup()
         stages = sorted((LEDGER / run_id / "stages").glob("*.json"))
         took = ", ".join(f"{p.stem[3:]} {json.loads(p.read_text()).get('duration_s', 0):.0f}" for p in stages)
-        print(f"bring-up, killed and resumed: {time.monotonic() - clock:.0f} s (per stage, s: {took})")
+        TIMINGS.append(
+            f"bring-up, killed and resumed: {time.monotonic() - clock:.0f} s (per stage: {took} s)"
+        )
         yield Lab(LAB, INVENTORY, STATE, HOSTS, up, run_id)
     finally:
         down = lab_cli("down", "--name", LAB)

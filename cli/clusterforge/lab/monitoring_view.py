@@ -1,8 +1,8 @@
 """What the lab's Prometheus sees, for the demo's closing summary: targets up per job, alerts firing.
 
 Asked from inside the monitoring node (podman exec), since Prometheus binds the lab network.
-Right after a bring-up it waits (bounded) until every target was scraped once and one rule
-evaluation has passed, so the numbers are Prometheus's first real view, not its start-up.
+Right after a bring-up it waits (bounded) until Prometheus lists its targets and has scraped each
+once, and one rule evaluation has passed, so the numbers are its first real view, not its start.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ _PROBE = r"""
 import json, sys, time, urllib.request
 def get(path):
     return json.load(urllib.request.urlopen("http://127.0.0.1:9090" + path, timeout=10))["data"]
+def scraped(targets):  # a just (re)started Prometheus lists no target until file SD has run
+    return targets and all(t["health"] != "unknown" for t in targets)
 deadline = time.monotonic() + 60
 targets = get("/api/v1/targets?state=active")["activeTargets"]
-while any(t["health"] == "unknown" for t in targets) and time.monotonic() < deadline:
+while not scraped(targets) and time.monotonic() < deadline:
     time.sleep(3)
     targets = get("/api/v1/targets?state=active")["activeTargets"]
-time.sleep(float(sys.argv[1]))
+time.sleep(float(sys.argv[1]))  # a rule evaluation after the first scrapes
+targets = get("/api/v1/targets?state=active")["activeTargets"]
 alerts = [a for a in get("/api/v1/alerts")["alerts"] if a["state"] == "firing"]
 print(json.dumps({"targets": [[t["labels"].get("job"), t["health"]] for t in targets],
                   "alerts": [[a["labels"].get("severity", ""), a["labels"]["alertname"],
