@@ -34,6 +34,10 @@ def site(tmp_path, monkeypatch):
     inventory.write_text("\n".join(lines) + "\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CI", raising=False)
+    # The CLI points this process's Ansible at the checkout's ansible.cfg (use_project_config):
+    # set here so that monkeypatch restores it afterwards, or later tests' subprocesses (an
+    # ansible-galaxy install into a folder of its own) would inherit it.
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(HERE.parents[2] / "ansible.cfg"))
     return tmp_path, inventory
 
 
