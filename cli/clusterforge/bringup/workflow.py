@@ -24,7 +24,7 @@ from clusterforge.bringup.stages import shards_of, stage
 from clusterforge.errors import ChecksFailed, ClusterForgeError, InvalidInput
 from clusterforge.inventory_check.sources import is_host_list
 from clusterforge.paths import project_root
-from clusterforge.runs.ledger import Ledger, Run, controller, controller_alive
+from clusterforge.runs.ledger import Ledger, Run, controller, controller_alive, read_json
 from clusterforge.validation.results import utc_now
 from clusterforge.validation.runner import PlaybookRun, run_playbook
 
@@ -77,7 +77,10 @@ def start(options: BringupOptions, ledger: Ledger, display: BringupDisplay, stdo
         "started": utc_now(),
         "ended": None,
         "exit_code": None,
-        "inventory": {"path": str(options.inventory), "sha256": inventory_sha256(options.inventory)},
+        "inventory": {
+            "path": str(options.inventory),
+            "sha256": (digest := inventory_sha256(options.inventory)),
+        },
         "bom": bom_of(inventory, hosts),
         "hosts": hosts,
         "stages": options.stages,
@@ -85,7 +88,7 @@ def start(options: BringupOptions, ledger: Ledger, display: BringupDisplay, stdo
         "attempts": [],
     }
     display.note(f"run {run.id}: {len(hosts)} host(s), stages {', '.join(options.stages)}; ledger {run.path}")
-    return _execute(run, record, options, display, stdout, racks_of(inventory, hosts))
+    return _execute(run, record, options, display, stdout, racks_of(inventory, hosts), digest)
 
 
 def resume(
@@ -98,14 +101,15 @@ def resume(
         raise InvalidInput(
             f"run {run.id} is a {record.get('kind')} run", "resume it with the command that made it"
         )
-    if (
-        record.get("status") == "running"
-        and controller_alive((record.get("attempts") or [{}])[-1]) is not False
-    ):
-        attempt = record["attempts"][-1] if record.get("attempts") else {}
+    attempt = (record.get("attempts") or [{}])[-1]
+    alive = controller_alive(attempt)
+    if record.get("status") == "running" and alive is not False:
+        where = f"pid {attempt.get('pid')} on {attempt.get('host')}"
         raise InvalidInput(
-            f"run {run.id} is still running (pid {attempt.get('pid')} on {attempt.get('host')})",
-            "wait for it, or stop that process first",
+            f"run {run.id} is still running ({where})"
+            if alive
+            else f"run {run.id} was last run from another machine ({where}): it may still be running",
+            "wait for it, or stop that process first (and resume from that machine)",
         )
     if record.get("status") == "succeeded":
         raise InvalidInput(f"run {run.id} already succeeded: nothing to resume", "start a new run")
@@ -117,12 +121,12 @@ def resume(
     if force is not None:
         options.force = force
     inventory = _checked_inventory(options, display)
-    now = inventory_sha256(options.inventory)
-    if now != record["inventory"]["sha256"]:
+    digest = inventory_sha256(options.inventory)
+    if digest != record["inventory"]["sha256"]:
         display.note(f"warning: the inventory {options.inventory} changed since run {run.id} began")
     display.note(f"resuming run {run.id} (attempt {len(record['attempts']) + 1}); ledger {run.path}")
     racks = racks_of(inventory, [h for h in record["hosts"] if h in inventory.hostvars])
-    return _execute(run, record, options, display, stdout, racks)
+    return _execute(run, record, options, display, stdout, racks, digest)
 
 
 # ---------------------------------------------------------------------- stages ----
@@ -135,12 +139,13 @@ def _execute(
     display: BringupDisplay,
     stdout: Console,
     racks: dict[str, str],
+    inventory_digest: str,
 ) -> Outcome:
     attempt = len(record["attempts"]) + 1
     record["status"], record["ended"], record["exit_code"] = "running", None, None
     record["attempts"].append(
         {"n": attempt, "started": utc_now(), "ended": None, **controller(),
-         "inventory_sha256": inventory_sha256(options.inventory)}
+         "inventory_sha256": inventory_digest}
     )  # fmt: skip
     run.write(record)
     hosts: list[str] = record["hosts"]
@@ -307,8 +312,6 @@ def _validate(
         pass  # the per-host verdicts are in report.json; the run's verdict comes from them
     except ClusterForgeError as err:  # could not validate at all: no host finished the stage
         return {h: _host(result="unfinished", message=err.message) for h in todo}
-    from clusterforge.runs.ledger import read_json
-
     nodes = {n.get("host"): n for n in read_json(out_dir / "report.json").get("nodes", [])}
     results = {}
     for host in todo:

@@ -15,7 +15,6 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,6 +197,3 @@ class Ledger:
             return []
         found = [Run(p) for p in self.root.iterdir() if _ID.match(p.name) and (p / RUN_FILE).is_file()]
         return sorted(found, key=lambda run: run.id, reverse=True)
-
-    def __iter__(self) -> Iterator[Run]:
-        return iter(self.runs())
