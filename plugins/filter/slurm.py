@@ -4,6 +4,7 @@
                                                        reserve_mib=..., previous_conf=...) }}
     {{ slurm_partitions | clusterforge.cluster.cf_slurm_partition_members(groups['slurm_workers'], groups) }}
     {{ old_slurm_conf | clusterforge.cluster.cf_slurm_restart_reasons(new_slurm_conf) }}   -> [] = reconfigure
+    {{ controller_conf | clusterforge.cluster.cf_slurm_unlisted_workers(groups['slurm_workers'], hostvars) }}
     {{ slurm_munge_key | clusterforge.cluster.cf_slurm_munge_key }}     -> the key file's content
     {{ slurm_munge_key | clusterforge.cluster.cf_slurm_munge_key_problem }}  -> "" or what is wrong
     {{ slurm__probe.versions | clusterforge.cluster.cf_slurm_version_problems(slurm_version) }}  -> [] = match
@@ -107,6 +108,15 @@ def cf_slurm_cluster(
         raise _fail(err) from None
 
 
+def cf_slurm_unlisted_workers(conf_text: Any, workers: Any, hostvars: Any) -> list[str]:
+    """The slurm_workers hosts without a NodeName line in conf_text (the controller's slurm.conf)."""
+    named = [
+        {"host": host, "name": hostvars[host].get("slurm_node_name") or str(host).split(".")[0]}
+        for host in list(workers or [])
+    ]
+    return sc.unlisted_workers(named, str(conf_text or ""))
+
+
 def cf_slurm_partition_members(partitions: Any, workers: Any, groups: Any) -> dict[str, list[str]]:
     try:
         return sc.partition_members(_plain(partitions), list(workers or []), _plain(groups))
@@ -144,6 +154,7 @@ class FilterModule:
         return {
             "cf_slurm_cluster": cf_slurm_cluster,
             "cf_slurm_partition_members": cf_slurm_partition_members,
+            "cf_slurm_unlisted_workers": cf_slurm_unlisted_workers,
             "cf_slurm_restart_reasons": cf_slurm_restart_reasons,
             "cf_slurm_munge_key": cf_slurm_munge_key,
             "cf_slurm_munge_key_problem": cf_slurm_munge_key_problem,

@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_bringup.py lab [-i inventories/lab] [--playbook site.yml]
     .venv/bin/python tests/bench/bench_bringup.py fleet [--hosts 100 500 1000] [--shards 4]
+    .venv/bin/python tests/bench/bench_bringup.py add-node [--hosts 1000] [--ledger-run DIR]
 
 `lab` (a lab that is already brought up: `clusterforge demo`, or the lab tests' own): the
 converged re-run of the same playbook over SSH with three settings, one after the other in
@@ -20,6 +21,15 @@ no connection, no module transfer), which is where one ansible-playbook process 
 in one process and split into concurrent processes (--shards), as `clusterforge bringup`
 shards node-local stages. The figure that matters on a controller with more cores is the
 sharded one: each process is single-threaded at its core.
+
+`add-node`: one host joining a fleet of N simulated hosts (local connection, each host's files
+under a temporary folder). What grows with the fleet is playbooks/members.yml, the only part
+of `clusterforge add-node` that touches the existing hosts: this runs the same plays with the
+same filters and modules (the /etc/hosts block, the controller's slurm.conf with N-1 NodeName
+lines plus the new worker's, slurm.conf written on every node, a restart per node as one
+command, the scrape targets), with the new worker's probe given instead of run. The new host's
+own stages do not grow with the fleet: --ledger-run takes their time from the ledger of a real
+add-node run (the lab test's) and prints the sum.
 """
 
 from __future__ import annotations
@@ -172,6 +182,77 @@ def bench_fleet(args: argparse.Namespace) -> None:
         )
 
 
+def add_node_files(folder: Path, hosts: int) -> tuple[Path, Path]:
+    """A fleet of `hosts` simulated Slurm workers (one controller), the last one joining."""
+    names = [f"node-{i:05d}" for i in range(hosts)]
+    shape = {"CPUs": 224, "Boards": 1, "SocketsPerBoard": 2, "CoresPerSocket": 56, "ThreadsPerCore": 2,
+             "RealMemory": 2063937}  # fmt: skip
+    host_vars = {
+        n: {"rack": f"r{i // 40:03d}", "ansible_host": f"10.{64 + i // 65536}.{i // 256 % 256}.{i % 256}",
+            "cf_root": str(folder / "nodes" / n)}
+        for i, n in enumerate(names)
+    }  # fmt: skip
+    host_vars[names[-1]]["slurm__probe"] = {"hardware": shape}  # what the probe play would register
+    inventory = {
+        "all": {
+            "vars": {
+                "node_sku": "cpu-generic",
+                "slurm_partitions": [{"name": "all", "nodes_group": "slurm_workers", "default": True}],
+            },
+            "hosts": host_vars,
+            "children": {
+                "slurm_controller": {"hosts": {names[0]: {}}},
+                "slurm_workers": {"hosts": {n: {} for n in names[1:]}},
+                "monitoring": {"hosts": {names[0]: {}}},
+            },
+        }
+    }
+    (folder / "fleet.yml").write_text(yaml.safe_dump(inventory))
+    line = " ".join(f"{k}={v}" for k, v in shape.items() if k != "RealMemory")
+    conf = "ClusterName=bench\n" + "".join(
+        f"NodeName={n} {line} RealMemory=2059841 State=UNKNOWN\n" for n in names[1:-1]
+    )
+    for n in names:
+        (folder / "nodes" / n).mkdir(parents=True)
+        (folder / "nodes" / n / "slurm.conf").write_text(conf)
+        (folder / "nodes" / n / "hosts").write_text("127.0.0.1 localhost\n")
+    return Path(__file__).parent / "add_node_members.yml", folder / "fleet.yml"
+
+
+def node_stages_seconds(run_dir: Path) -> float:
+    """The new host's own stages (all but members) of an add-node run in the ledger."""
+    import json
+
+    total = 0.0
+    for path in sorted((run_dir / "stages").glob("*.json")):
+        record = json.loads(path.read_text())
+        if record.get("stage") != "members":
+            total += float(record.get("duration_s") or 0)
+    return total
+
+
+def bench_add_node(args: argparse.Namespace) -> None:
+    env = {k: v for k, v in ansible_env().items() if k.startswith("ANSIBLE_") or k == "PATH"}
+    for key in ("ANSIBLE_STRATEGY", "ANSIBLE_STRATEGY_PLUGINS"):
+        env.pop(key, None)
+    env["ANSIBLE_TRANSPORT"] = "local"  # the connection, not a host variable: targets stay as in production
+    env["ANSIBLE_BECOME"] = "false"
+    print(f"add-node: the members pass over simulated fleets, {os.cpu_count()} cores here")
+    for hosts in args.hosts:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            playbook, inventory = add_node_files(folder, hosts)
+            seconds, host_tasks, failed = run_counted(playbook, inventory, env, folder / "run")
+            conf = (folder / "nodes" / "node-00001" / "slurm.conf").read_text()
+        note = f"  FAILED on {', '.join(failed[:5])}" if failed else ""
+        if f"NodeName=node-{hosts - 1:05d} " not in conf:
+            note += "  THE NEW NODE IS NOT IN slurm.conf"
+        print(f"  1 host into {hosts:5d}: members {seconds:6.1f} s, {host_tasks} host-tasks{note}")
+        if args.ledger_run:
+            own = node_stages_seconds(Path(args.ledger_run))
+            print(f"    + the new host's own stages {own:.0f} s ({args.ledger_run}) = {own + seconds:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -184,8 +265,11 @@ def main() -> None:
     fleet.add_argument("--hosts", type=int, nargs="+", default=[100, 500, 1000])
     fleet.add_argument("--tasks", type=int, default=10)
     fleet.add_argument("--shards", type=int, default=4)
+    add = sub.add_parser("add-node", help="one host into N simulated hosts: the members pass")
+    add.add_argument("--hosts", type=int, nargs="+", default=[1000])
+    add.add_argument("--ledger-run", help="an add-node run's folder in a ledger: adds its node stages' time")
     args = parser.parse_args()
-    bench_lab(args) if args.what == "lab" else bench_fleet(args)
+    {"lab": bench_lab, "fleet": bench_fleet, "add-node": bench_add_node}[args.what](args)
 
 
 if __name__ == "__main__":

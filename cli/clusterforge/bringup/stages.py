@@ -21,6 +21,9 @@ class Stage:
     # Node-local plays only: its hosts may run in concurrent ansible-playbook processes (shards).
     # Not storage, schedulers, monitoring: their clients need their servers up in the same run.
     shardable: bool = False
+    # Runs on every host of the inventory, whatever the run's hosts: the pieces that name every
+    # host (/etc/hosts, slurm.conf, scrape targets) after hosts joined (add-node).
+    cluster_wide: bool = False
 
 
 STAGES: tuple[Stage, ...] = (
@@ -35,36 +38,41 @@ STAGES: tuple[Stage, ...] = (
     Stage("validate", None, "node validation and reports"),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
-_BY_NAME = {stage.name: stage for stage in STAGES}
+
+# `clusterforge add-node`: the node stages on the new hosts only, then the cluster-wide pieces on
+# every host (playbooks/members.yml re-runs no role), then the new hosts' validation.
+MEMBERS = Stage("members", "members.yml", "/etc/hosts, Slurm nodes, scrape targets", cluster_wide=True)
+ADD_NODE_STAGE_NAMES = (*STAGE_NAMES[:-1], MEMBERS.name, "validate")
+_BY_NAME = {stage.name: stage for stage in (*STAGES, MEMBERS)}
 
 
 def stage(name: str) -> Stage:
     return _BY_NAME[name]
 
 
-def parse_stage_list(text: str | None, option: str) -> list[str]:
+def parse_stage_list(text: str | None, option: str, allowed: tuple[str, ...] = STAGE_NAMES) -> list[str]:
     """'base,storage' -> ['base', 'storage']; an unknown name is bad input naming the valid ones."""
     if text is None:
         return []
     names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [name for name in names if name not in _BY_NAME]
+    unknown = [name for name in names if name not in allowed]
     if unknown or not names:
         raise InvalidInput(
             f"{option} {text!r}: {'unknown stage ' + ', '.join(unknown) if unknown else 'no stage named'}",
-            f"name stages separated by commas, from: {', '.join(STAGE_NAMES)}",
+            f"name stages separated by commas, from: {', '.join(allowed)}",
         )
     return names
 
 
-def select_stages(only: str | None, skip: str | None) -> list[str]:
-    """The stages to run, always in bring-up order: --stages (default all) minus --skip."""
-    chosen = set(parse_stage_list(only, "--stages") or STAGE_NAMES)
-    chosen -= set(parse_stage_list(skip, "--skip"))
+def select_stages(only: str | None, skip: str | None, allowed: tuple[str, ...] = STAGE_NAMES) -> list[str]:
+    """The stages to run, always in their order in `allowed`: --stages (default all) minus --skip."""
+    chosen = set(parse_stage_list(only, "--stages", allowed) or allowed)
+    chosen -= set(parse_stage_list(skip, "--skip", allowed))
     if not chosen:
         raise InvalidInput(
-            "--stages and --skip leave no stage to run", f"keep at least one of: {', '.join(STAGE_NAMES)}"
+            "--stages and --skip leave no stage to run", f"keep at least one of: {', '.join(allowed)}"
         )
-    return [name for name in STAGE_NAMES if name in chosen]
+    return [name for name in allowed if name in chosen]
 
 
 def shards_of(hosts: list[str], rack_of: dict[str, str], size: int) -> list[list[str]]:

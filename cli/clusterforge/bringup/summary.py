@@ -51,6 +51,23 @@ def host_table(record: dict[str, Any], stages: list[dict[str, Any]], console: Co
         console.print(f"{len(hosts) - len(shown)} other host(s) finished every stage", highlight=False)
 
 
+def cluster_wide(record: dict[str, Any], stages: list[dict[str, Any]], console: Console) -> None:
+    """A stage that ran on the whole inventory (add-node's members): one line for the other hosts."""
+    own = set(record.get("hosts", []))
+    for stage_record in stages:
+        others = {h: r for h, r in stage_record.get("hosts", {}).items() if h not in own}
+        if not others:
+            continue
+        counts: dict[str, int] = {}
+        for result in others.values():
+            counts[result.get("result", "?")] = counts.get(result.get("result", "?"), 0) + 1
+        told = ", ".join(f"{n} {result}" for result, n in sorted(counts.items()))
+        console.print(
+            f"stage {stage_record['stage']} on the {len(others)} other host(s) of the inventory: {told}",
+            markup=False, highlight=False,
+        )  # fmt: skip
+
+
 def failures(stages: list[dict[str, Any]], console: Console) -> None:
     for stage_record in stages:
         for host, result in stage_record.get("hosts", {}).items():
@@ -82,7 +99,15 @@ def drift_report(stages: list[dict[str, Any]], console: Console) -> int:
             for line in text.splitlines():
                 console.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
     if not count:
-        console.print("no drift: every host is as the inventory says", highlight=False)
+        checked = all(
+            r.get("result") in FINISHED | {"not run"} for s in stages for r in s.get("hosts", {}).values()
+        )
+        console.print(
+            "no drift: every host is as the inventory says"
+            if checked
+            else "no drift on what could be checked (some hosts could not be: see the failures above)",
+            highlight=False,
+        )
     return count
 
 

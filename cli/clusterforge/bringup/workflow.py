@@ -29,6 +29,8 @@ from clusterforge.validation.results import utc_now
 from clusterforge.validation.runner import PlaybookRun, run_playbook
 
 KIND = "bringup"
+ADD_NODE_KIND = "add-node"  # the same workflow: new hosts through the node stages, then `members`
+KINDS = (KIND, ADD_NODE_KIND)
 LEDGER_WRITE_EVERY_S = 10.0  # during a stage; a failure is written at once
 MAX_INVENTORY_HASH_BYTES = 256 * 1024 * 1024
 
@@ -60,19 +62,29 @@ class Outcome:
 # ------------------------------------------------------------------ entry points ----
 
 
-def start(options: BringupOptions, ledger: Ledger, display: BringupDisplay, stdout: Console) -> Outcome:
-    """A new run: the inventory check (nothing runs on a bad inventory), then every chosen stage."""
-    inventory = _checked_inventory(options, display)
+def start(
+    options: BringupOptions,
+    ledger: Ledger,
+    display: BringupDisplay,
+    stdout: Console,
+    kind: str = KIND,
+    inventory: Any = None,
+) -> Outcome:
+    """A new run: the inventory check (nothing runs on a bad inventory), then every chosen stage.
+
+    `inventory`: already checked and loaded by the caller (add-node checks its hosts against it).
+    """
+    inventory = inventory or checked_inventory(options, display)
     hosts = list(inventory.targets)
     if not hosts:
         raise InvalidInput(
             f"--limit {options.limit!r} selects no host of {options.inventory}",
             "check the pattern against `ansible-inventory -i INV --graph`",
         )
-    run = ledger.create(KIND)
+    run = ledger.create(kind)
     record = {
         "id": run.id,
-        "kind": KIND,
+        "kind": kind,
         "status": "running",
         "started": utc_now(),
         "ended": None,
@@ -83,6 +95,10 @@ def start(options: BringupOptions, ledger: Ledger, display: BringupDisplay, stdo
         },
         "bom": bom_of(inventory, hosts),
         "hosts": hosts,
+        # The hosts a cluster-wide stage (members) runs on: the whole inventory.
+        "cluster_hosts": (
+            list(inventory.hostvars) if any(stage(n).cluster_wide for n in options.stages) else []
+        ),
         "stages": options.stages,
         "options": _recorded_options(options),
         "attempts": [],
@@ -97,7 +113,7 @@ def resume(
     """Continue a run in its ledger: done stages skipped, the others only for hosts that did not finish."""
     run = ledger.open(run_id)
     record = run.read()
-    if record.get("kind") != KIND:
+    if record.get("kind") not in KINDS:
         raise InvalidInput(
             f"run {run.id} is a {record.get('kind')} run", "resume it with the command that made it"
         )
@@ -120,7 +136,7 @@ def resume(
         )
     if force is not None:
         options.force = force
-    inventory = _checked_inventory(options, display)
+    inventory = checked_inventory(options, display)
     digest = inventory_sha256(options.inventory)
     if digest != record["inventory"]["sha256"]:
         display.note(f"warning: the inventory {options.inventory} changed since run {run.id} began")
@@ -168,7 +184,11 @@ def _execute(
                     before or _write_untouched(run, index, name, None, hosts, "skipped", attempt)
                 )
                 continue
-            if not stage(name).shardable:
+            if stage(name).cluster_wide:
+                # Every host of the inventory but the run's own hosts that dropped out.
+                todo = [h for h in record.get("cluster_hosts", []) if h not in set(hosts) or h in in_flow]
+                finished = set()
+            elif not stage(name).shardable:
                 # A cluster-wide stage computes from all its hosts at once (slurm.conf from every
                 # worker's probe, the scrape targets): it runs again for all of them.
                 todo = [h for h in hosts if h in in_flow]
@@ -187,7 +207,7 @@ def _execute(
             run.write_stage(index, stage_record)
             display.stage_finished(stage_record)
             stage_records.append(stage_record)
-            for host in todo:
+            for host in (h for h in todo if h in in_flow):
                 result = results[host]["result"]
                 if (
                     result == "unreachable"
@@ -385,7 +405,7 @@ def _verdict(stage_records: list[dict[str, Any]]) -> str:
 # ----------------------------------------------------------------------- inputs ----
 
 
-def _checked_inventory(options: BringupOptions, display: BringupDisplay) -> Any:
+def checked_inventory(options: BringupOptions, display: BringupDisplay) -> Any:
     """`clusterforge inventory check` in-process (exit 2 before anything runs), then the targets."""
     from clusterforge.inventory_check import check_inventory
     from clusterforge.inventory_check.render import render_text
@@ -462,7 +482,7 @@ def finish(outcome: Outcome, check: bool) -> None:
 def exit_verdict(outcome: Outcome, check: bool) -> None:
     """Raise the documented exit for the run's outcome (0 returns)."""
     record = outcome.record
-    rerun = f"after fixing, continue with `clusterforge bringup --resume {outcome.run.id}`"
+    rerun = f"after fixing, continue with `{resume_command(record)}`"
     if record["status"] == "stopped":
         stage_record = next(s for s in outcome.stages if s["stage"] == record["stopped_at"])
         bad = [h for h, r in stage_record["hosts"].items() if r["result"] in BAD | {"unfinished"}]
@@ -485,6 +505,10 @@ def exit_verdict(outcome: Outcome, check: bool) -> None:
     bad = _bad_hosts(outcome)
     if bad:
         raise ChecksFailed(f"{len(bad)} host(s) did not finish every stage: {', '.join(bad[:10])}", rerun)
+
+
+def resume_command(record: dict[str, Any]) -> str:
+    return f"clusterforge {record.get('kind', KIND)} --resume {record.get('id')}"
 
 
 def _bad_hosts(outcome: Outcome) -> list[str]:

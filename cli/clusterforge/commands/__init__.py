@@ -1,5 +1,6 @@
 """Command groups of the CLI, one module each."""
 
+from clusterforge.commands.add_node import add_node
 from clusterforge.commands.bringup import bringup
 from clusterforge.commands.demo import demo
 from clusterforge.commands.facts import facts
@@ -8,4 +9,4 @@ from clusterforge.commands.lab import lab
 from clusterforge.commands.runs import runs
 from clusterforge.commands.validate import validate
 
-COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, runs, demo]
+COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, add_node, runs, demo]

@@ -157,8 +157,16 @@ def bringup(
             shard_parallel=shard_parallel,
         )
         outcome = workflow.start(options, ledger, display, stdout)
+    report(outcome, stdout)
+
+
+def report(outcome: Any, stdout: Console) -> None:
+    """The end of a run (bringup, add-node): the table, failures, drift, the ledger; the exit code."""
+    from clusterforge.bringup import workflow
+
     stdout.print()
     summary.host_table(outcome.record, outcome.stages, stdout)
+    summary.cluster_wide(outcome.record, outcome.stages, stdout)
     summary.failures(outcome.stages, stdout)
     if outcome.record["options"].get("check"):
         summary.drift_report(outcome.stages, stdout)

@@ -58,7 +58,7 @@ def list_runs(ledger_dir: str | None, fmt: str) -> None:
 def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
     """One run: its inventory, BOM and attempts, each host's result per stage, failures and drift."""
     from clusterforge.bringup import summary
-    from clusterforge.bringup.workflow import ledger_from
+    from clusterforge.bringup.workflow import ledger_from, resume_command
 
     run = ledger_from(ledger_dir).open(run_id)
     record = run.read()
@@ -82,10 +82,9 @@ def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
             markup=False,
         )
     if status == "interrupted":
-        console.print(
-            f"  the controller is gone: continue with `clusterforge bringup --resume {run.id}`", markup=False
-        )
+        console.print(f"  the controller is gone: continue with `{resume_command(record)}`", markup=False)
     summary.host_table({**record, "status": status}, stages, console)
+    summary.cluster_wide(record, stages, console)
     summary.failures(stages, console)
     if (record.get("options") or {}).get("check"):
         summary.drift_report(stages, console)

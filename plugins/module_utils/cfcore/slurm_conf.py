@@ -349,6 +349,13 @@ def conf_node_lines(text) -> dict:
     return found
 
 
+def unlisted_workers(workers, conf_text) -> list:
+    """The workers ({host, name}) that have no NodeName line in `conf_text` (the controller's
+    slurm.conf): the ones joining the cluster, whose hardware must be probed (add-node)."""
+    listed = conf_node_lines(conf_text)
+    return [w["host"] for w in workers if (w.get("name") or str(w["host"]).split(".")[0]) not in listed]
+
+
 def controller_lines(controllers) -> list:
     """SlurmctldHost lines, primary first: `SlurmctldHost=name` or `SlurmctldHost=name(address)`."""
     if not 1 <= len(controllers or []) <= 2:

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clusterforge.bringup.stages import STAGES
+from clusterforge.bringup.stages import MEMBERS, STAGES
 from clusterforge.validation.runner import PlaybookRun
 
-STAGE_OF = {stage.playbook: stage.name for stage in STAGES if stage.playbook}
+STAGE_OF = {stage.playbook: stage.name for stage in (*STAGES, MEMBERS) if stage.playbook}
 DIFF = {
     "before": "mode=old\n",
     "after": "mode=new\n",

@@ -257,3 +257,55 @@ def test_node_local_stages_run_in_shards_by_rack_and_cluster_stages_in_one_proce
     base = ledger["stages"]["base"]["hosts"]
     assert {h: r["result"] for h, r in base.items()} == {**dict.fromkeys(HOSTS, "ok"), "n4": "failed"}
     assert (ledger["dir"] / "artifacts" / "base-1" / "shard-3" / "limit.txt").is_file()
+
+
+# ---------------------------------------------------------------- add-node ----
+NODE_STAGES = PLAYBOOK_STAGES  # add-node's node stages are the bring-up's stage playbooks
+
+
+def test_add_node_runs_the_node_stages_on_the_new_hosts_and_members_on_every_host(site, monkeypatch, capsys):
+    tmp_path, inventory = site
+    fake = install(monkeypatch, tmp_path)
+    assert cli("add-node", "-i", str(inventory), "n4", "n5", "--skip", "fabric,validate") == 0
+    calls = fake.calls()
+    node_calls = [c for c in calls if c["stage"] != "members"]
+    assert [c["stage"] for c in node_calls] == [s for s in NODE_STAGES if s != "fabric"]
+    assert all(c["hosts"] == ["n4", "n5"] for c in node_calls)
+    [members] = [c for c in calls if c["stage"] == "members"]
+    assert members["hosts"] == HOSTS  # the whole inventory: /etc/hosts, slurm.conf, targets name every host
+    ledger = only_run(tmp_path)
+    run = ledger["run"]
+    assert run["kind"] == "add-node" and run["hosts"] == ["n4", "n5"] and run["cluster_hosts"] == HOSTS
+    assert set(ledger["stages"]["members"]["hosts"]) == set(HOSTS)
+    assert "stage members on the 3 other host(s) of the inventory: 3 ok" in capsys.readouterr().out
+
+
+def test_add_node_keeps_a_new_host_that_failed_out_of_members_and_resumes_with_its_own_command(
+    site, monkeypatch, capsys
+):
+    tmp_path, inventory = site
+    fake = install(monkeypatch, tmp_path, outcomes={"base": {"n5": "failed"}, "members": {"n1": "failed"}})
+    args = ["add-node", "-i", str(inventory), "n4", "n5", "--skip", "validate", "--max-fail-percent", "100"]
+    assert cli(*args) == 3
+    [members] = [c for c in fake.calls() if c["stage"] == "members"]
+    assert members["hosts"] == ["n1", "n2", "n3", "n4"]  # n5 failed base: held out of the cluster
+    ledger = only_run(tmp_path)
+    assert ledger["stages"]["members"]["hosts"]["n1"]["result"] == "failed"
+    err = capsys.readouterr().err
+    assert f"clusterforge add-node --resume {ledger['dir'].name}" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["nosuch"], "nosuch: not in the inventory"),
+        ([], "no HOST given"),
+        (["n1", "--skip", "members"], "unknown stage members"),
+    ],
+)
+def test_add_node_bad_input_exits_2_and_creates_no_run(site, monkeypatch, capsys, args, words):
+    tmp_path, inventory = site
+    fake = install(monkeypatch, tmp_path)
+    assert cli("add-node", "-i", str(inventory), *args) == 2
+    assert words in capsys.readouterr().err
+    assert fake.calls() == [] and not (tmp_path / ".clusterforge" / "runs").exists()

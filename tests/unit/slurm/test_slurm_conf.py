@@ -450,3 +450,10 @@ def test_continuation_lines_and_comments_are_read():
     )
     assert sc.restart_reasons(BASE, wrapped) == []
     assert sc.conf_node_lines(wrapped)["w1"] == BASE.splitlines()[9]
+
+
+def test_unlisted_workers_are_the_ones_without_a_node_line_on_the_controller():
+    conf = "ClusterName=x\nNodeName=g1 CPUs=4\nNodeName=g2 CPUs=4\n"
+    workers = [{"host": "g1.lab"}, {"host": "g2", "name": "g2"}, {"host": "g3"}, {"host": "x", "name": "g4"}]
+    assert sc.unlisted_workers(workers, conf) == ["g3", "x"]
+    assert sc.unlisted_workers(workers, "") == ["g1.lab", "g2", "g3", "x"]  # first run: every worker joins
