@@ -24,12 +24,15 @@ sharded one: each process is single-threaded at its core.
 
 `add-node`: one host joining a fleet of N simulated hosts (local connection, each host's files
 under a temporary folder). What grows with the fleet is playbooks/members.yml, the only part
-of `clusterforge add-node` that touches the existing hosts: this runs the same plays with the
-same filters and modules (the /etc/hosts block, the controller's slurm.conf with N-1 NodeName
-lines plus the new worker's, slurm.conf written on every node, a restart per node as one
-command, the scrape targets), with the new worker's probe given instead of run. The new host's
-own stages do not grow with the fleet: --ledger-run takes their time from the ledger of a real
-add-node run (the lab test's) and prints the sum.
+of `clusterforge add-node` that touches the existing hosts: add_node_members.yml runs its plays
+with the same filters and modules (the /etc/hosts block, the controller's slurm.conf with N-1
+NodeName lines plus the new worker's, slurm.conf written on every node, a restart per node as
+one command, the scrape targets), with the new worker's probe given instead of run. Two
+figures: the controller alone (each node-side module replaced by a set_fact of its templated
+argument: on a fleet the nodes run their modules on their own cores), and the same with every
+node's modules executed on this controller (an upper bound: here the controller does the whole
+fleet's work). The new host's own stages do not grow with the fleet: --ledger-run takes their
+time from the ledger of a real add-node run (the lab test's) and prints the sum.
 """
 
 from __future__ import annotations
@@ -219,6 +222,39 @@ def add_node_files(folder: Path, hosts: int) -> tuple[Path, Path]:
     return Path(__file__).parent / "add_node_members.yml", folder / "fleet.yml"
 
 
+NODE_SIDE = {  # module -> the argument whose templating the controller does either way
+    "ansible.builtin.blockinfile": "block",
+    "ansible.builtin.copy": "content",
+    "ansible.builtin.command": "argv",
+}
+
+
+def controller_only(playbook: Path, folder: Path) -> Path:
+    """The same plays with each node-side module replaced by a set_fact of its templated argument
+    (a slurp by a controller-side file lookup): what the controller does when the nodes run their
+    own modules, as on a real fleet, with no node's work on this controller's cores."""
+    plays = yaml.safe_load(playbook.read_text())
+    for play in plays:
+        for index, task in enumerate(play["tasks"]):
+            keep = {
+                k: v for k, v in task.items() if k in ("name", "when", "loop", "run_once", "changed_when")
+            }
+            if "ansible.builtin.slurp" in task:
+                source = task["ansible.builtin.slurp"]["src"].strip("{} ")
+                lookup = f"{{{{ lookup('ansible.builtin.file', {source}) | b64encode }}}}"
+                play["tasks"][index] = {
+                    **keep,
+                    "ansible.builtin.set_fact": {task["register"]: {"content": lookup}},
+                }
+            for module, argument in NODE_SIDE.items():
+                if module in task:
+                    value = task[module][argument]
+                    play["tasks"][index] = {**keep, "ansible.builtin.set_fact": {"node_side": value}}
+    path = folder / "controller-only.yml"
+    path.write_text(yaml.safe_dump(plays, sort_keys=False))
+    return path
+
+
 def node_stages_seconds(run_dir: Path) -> float:
     """The new host's own stages (all but members) of an add-node run in the ledger."""
     import json
@@ -242,15 +278,22 @@ def bench_add_node(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             playbook, inventory = add_node_files(folder, hosts)
+            alone, _, failed_alone = run_counted(
+                controller_only(playbook, folder), inventory, env, folder / "alone"
+            )
             seconds, host_tasks, failed = run_counted(playbook, inventory, env, folder / "run")
             conf = (folder / "nodes" / "node-00001" / "slurm.conf").read_text()
+        failed = sorted(set(failed) | set(failed_alone))
         note = f"  FAILED on {', '.join(failed[:5])}" if failed else ""
         if f"NodeName=node-{hosts - 1:05d} " not in conf:
             note += "  THE NEW NODE IS NOT IN slurm.conf"
-        print(f"  1 host into {hosts:5d}: members {seconds:6.1f} s, {host_tasks} host-tasks{note}")
+        print(
+            f"  1 host into {hosts:5d}: members {host_tasks} host-tasks; controller alone {alone:6.1f} s; "
+            f"with every node's modules run on this controller too {seconds:6.1f} s{note}"
+        )
         if args.ledger_run:
             own = node_stages_seconds(Path(args.ledger_run))
-            print(f"    + the new host's own stages {own:.0f} s ({args.ledger_run}) = {own + seconds:.0f} s")
+            print(f"    + the new host's own stages {own:.0f} s ({args.ledger_run}) = {own + alone:.0f} s")
 
 
 def main() -> None:
