@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from clusterforge.bringup.stages import ADD_NODE_STAGE_NAMES, select_stages
-from clusterforge.commands.bringup import LEDGER_HELP, parse_extra_vars, report
+from clusterforge.commands.bringup import parse_extra_vars, refuse_with_resume, report, run_options
 from clusterforge.commands.lab import stdout_console
 from clusterforge.errors import InvalidInput
 
@@ -45,17 +45,7 @@ def check_new_hosts(hosts: tuple[str, ...], inventory: Any, source: str) -> list
     help="Change nothing: what would change on the new hosts and the others; exit 3 if any.",
 )
 @click.option("--resume", "resume_id", metavar="RUN", help="Continue add-node run RUN.")
-@click.option("--force", is_flag=True, default=None, help="Let new hosts that failed a stage go on.")
-@click.option(
-    "--max-fail-percent", type=click.FloatRange(0, 100), default=20.0, show_default=True,
-    help="Stop after a stage whose failed or unreachable hosts exceed this share.",
-)  # fmt: skip
-@click.option(
-    "-e", "--extra-vars", "extra_vars", multiple=True, metavar="VARS", help="KEY=VALUE, a mapping or @FILE."
-)
-@click.option("--forks", type=click.IntRange(1, 5000), help="Hosts in parallel [default: ansible.cfg's].")
-@click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False), help=LEDGER_HELP)
-@click.option("--allow-scripts", is_flag=True, help="Run executable inventory files to list their hosts.")
+@run_options
 def add_node(
     inventory: str | None,
     hosts: tuple[str, ...],
@@ -92,13 +82,8 @@ def add_node(
     display = BringupDisplay(Console(stderr=True, highlight=False, soft_wrap=True))
     ledger = workflow.ledger_from(ledger_dir)
     if resume_id:
-        given = [flag for flag, value in (("-i", inventory), ("HOST", hosts), ("--skip", skip),
-                 ("--check", check), ("-e", extra_vars)) if value]  # fmt: skip
-        if given:
-            raise InvalidInput(
-                f"--resume keeps the run's own inventory, hosts and stages: not with {', '.join(given)}",
-                f"drop {', '.join(given)}, or start a new run without --resume",
-            )
+        refuse_with_resume((("-i", inventory), ("HOST", hosts), ("--skip", skip), ("--check", check),
+                            ("-e", extra_vars)))  # fmt: skip
         outcome = workflow.resume(resume_id, ledger, display, stdout, force=force)
         report(outcome, stdout)
         return

@@ -50,6 +50,53 @@ def parse_extra_vars(values: tuple[str, ...]) -> dict[str, Any]:
     return merged
 
 
+def run_options(command: Any) -> Any:
+    """The options every ledger run takes (bringup, add-node): failures, variables, forks, ledger."""
+    options = [
+        click.option(
+            "--force",
+            is_flag=True,
+            default=None,
+            help="Let hosts that failed a stage go on to the later ones.",
+        ),
+        click.option(
+            "--max-fail-percent",
+            type=click.FloatRange(0, 100),
+            default=20.0,
+            show_default=True,
+            help="Stop the run after a stage whose failed or unreachable hosts exceed this share.",
+        ),
+        click.option(
+            "-e",
+            "--extra-vars",
+            "extra_vars",
+            multiple=True,
+            metavar="VARS",
+            help="KEY=VALUE, a mapping or @FILE (repeatable).",
+        ),
+        click.option(
+            "--forks", type=click.IntRange(1, 5000), help="Hosts in parallel [default: ansible.cfg's]."
+        ),
+        click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False), help=LEDGER_HELP),
+        click.option(
+            "--allow-scripts", is_flag=True, help="Run executable inventory files to list their hosts."
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def refuse_with_resume(flags: tuple[tuple[str, Any], ...]) -> None:
+    """--resume takes the run's own inputs: any of these (flag, value) given too is bad input."""
+    given = [flag for flag, value in flags if value]
+    if given:
+        raise InvalidInput(
+            f"--resume keeps the run's own inventory, hosts and stages: not with {', '.join(given)}",
+            f"drop {', '.join(given)}, or start a new run without --resume",
+        )
+
+
 @click.command()
 @click.option(
     "-i", "--inventory", "inventory", metavar="PATH", help="Inventory file, directory or host list."
@@ -68,22 +115,7 @@ def parse_extra_vars(values: tuple[str, ...]) -> dict[str, Any]:
 @click.option(
     "--resume", "resume_id", metavar="RUN", help="Continue run RUN: only the stages and hosts not finished."
 )
-@click.option(
-    "--force", is_flag=True, default=None, help="Let hosts that failed a stage go on to the later ones."
-)
-@click.option(
-    "--max-fail-percent", type=click.FloatRange(0, 100), default=20.0, show_default=True,
-    help="Stop the run after a stage whose failed or unreachable hosts exceed this share.",
-)  # fmt: skip
-@click.option(
-    "-e",
-    "--extra-vars",
-    "extra_vars",
-    multiple=True,
-    metavar="VARS",
-    help="KEY=VALUE, a mapping or @FILE (repeatable).",
-)
-@click.option("--forks", type=click.IntRange(1, 5000), help="Hosts in parallel [default: ansible.cfg's].")
+@run_options
 @click.option(
     "--shard-size", type=click.IntRange(1, 100000), default=500, show_default=True,
     help="Node-local stages over more hosts run as concurrent ansible-playbook processes of this size.",
@@ -92,8 +124,6 @@ def parse_extra_vars(values: tuple[str, ...]) -> dict[str, Any]:
     "--shard-parallel", type=click.IntRange(1, 64), default=4, show_default=True,
     help="Shards running at once (give each about one controller core).",
 )  # fmt: skip
-@click.option("--ledger", "ledger_dir", type=click.Path(file_okay=False), help=LEDGER_HELP)
-@click.option("--allow-scripts", is_flag=True, help="Run executable inventory files to list their hosts.")
 def bringup(
     inventory: str | None,
     limit: str | None,
@@ -130,13 +160,8 @@ def bringup(
     display = BringupDisplay(Console(stderr=True, highlight=False, soft_wrap=True))
     ledger = workflow.ledger_from(ledger_dir)
     if resume_id:
-        given = [flag for flag, value in (("-i", inventory), ("--limit", limit), ("--stages", only),
-                 ("--skip", skip), ("--check", check), ("-e", extra_vars)) if value]  # fmt: skip
-        if given:
-            raise InvalidInput(
-                f"--resume keeps the run's own inventory, hosts and stages: not with {', '.join(given)}",
-                f"drop {', '.join(given)}, or start a new run without --resume",
-            )
+        refuse_with_resume((("-i", inventory), ("--limit", limit), ("--stages", only), ("--skip", skip),
+                            ("--check", check), ("-e", extra_vars)))  # fmt: skip
         outcome = workflow.resume(resume_id, ledger, display, stdout, force=force)
     else:
         if not inventory:
