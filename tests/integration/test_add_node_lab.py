@@ -115,7 +115,8 @@ def added(lab, tmp_path_factory):
     took = time.monotonic() - clock
     assert proc.returncode == 0, explain(proc)
     listed = run(BIN / "clusterforge", "runs", "list", "--ledger", LEDGER, "--format", "json")
-    newest = json.loads(listed.stdout)[0]["id"]
+    assert listed.returncode == 0, explain(listed)
+    newest = next(r["id"] for r in json.loads(listed.stdout) if r["kind"] == "add-node")  # newest first
     folder = LEDGER / newest
     stages = {
         (s := json.loads(p.read_text()))["stage"]: s for p in sorted((folder / "stages").glob("*.json"))

@@ -25,7 +25,9 @@ DEFAULT_LEDGER = Path(".clusterforge") / "runs"
 RUN_FILE = "run.json"
 STAGES_DIR = "stages"
 ARTIFACTS_DIR = "artifacts"
-_ID = re.compile(r"^\d{8}T\d{6}Z-[a-z]+-[0-9a-f]{4}$")
+_ID = re.compile(
+    r"^\d{8}T\d{6}Z-[a-z]+(?:-[a-z]+)*-[0-9a-f]{4}$"
+)  # <UTC>-<kind>-<4 hex>; kinds: bringup, add-node
 MAX_LEDGER_FILE_BYTES = 64 * 1024 * 1024  # a stage record of 10,000 hosts with diffs stays far below
 
 

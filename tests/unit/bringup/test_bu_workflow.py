@@ -278,6 +278,11 @@ def test_add_node_runs_the_node_stages_on_the_new_hosts_and_members_on_every_hos
     assert run["kind"] == "add-node" and run["hosts"] == ["n4", "n5"] and run["cluster_hosts"] == HOSTS
     assert set(ledger["stages"]["members"]["hosts"]) == set(HOSTS)
     assert "stage members on the 3 other host(s) of the inventory: 3 ok" in capsys.readouterr().out
+    assert cli("runs", "list", "--format", "json") == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["id"], listed["kind"], listed["status"]) == (ledger["dir"].name, "add-node", "succeeded")
+    assert cli("runs", "show", ledger["dir"].name) == 0
+    assert "stage members on the 3 other host(s)" in capsys.readouterr().out
 
 
 def test_add_node_keeps_a_new_host_that_failed_out_of_members_and_resumes_with_its_own_command(
