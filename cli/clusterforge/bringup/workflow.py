@@ -186,7 +186,8 @@ def _execute(
                 continue
             if stage(name).cluster_wide:
                 # Every host of the inventory but the run's own hosts that dropped out.
-                todo = [h for h in record.get("cluster_hosts", []) if h not in set(hosts) or h in in_flow]
+                own = set(hosts)
+                todo = [h for h in record.get("cluster_hosts", []) if h not in own or h in in_flow]
                 finished = set()
             elif not stage(name).shardable:
                 # A cluster-wide stage computes from all its hosts at once (slurm.conf from every
