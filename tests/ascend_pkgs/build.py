@@ -61,6 +61,13 @@ DRIVERS = {
         "ascendhal_version": "7.35.26",
         "innerversion": "V100R001C25SPC005B230",
     },
+    # Only in these test installers (no Huawei release of this number is claimed): a
+    # driver-only update over 25.5.0's firmware, for the rolling-upgrade lab test.
+    "25.5.1": {
+        "compatible_firmware": ["7.8.0.5.216"],
+        "ascendhal_version": "7.35.26",
+        "innerversion": "V100R001C25SPC005B231",
+    },
 }
 FIRMWARES = ("7.7.0.6.236", "7.8.0.5.216")
 HDK_CHIPS = ("910b", "910c")

@@ -24,7 +24,15 @@ from clusterforge.bringup.stages import shards_of, stage
 from clusterforge.errors import ChecksFailed, ClusterForgeError, InvalidInput
 from clusterforge.inventory_check.sources import is_host_list
 from clusterforge.paths import project_root
-from clusterforge.runs.ledger import Ledger, Run, controller, controller_alive, read_json
+from clusterforge.runs.ledger import (
+    ARTIFACTS_DIR,
+    Ledger,
+    Run,
+    controller,
+    controller_alive,
+    read_json,
+    stop_leftover_processes,
+)
 from clusterforge.validation.results import utc_now
 from clusterforge.validation.runner import PlaybookRun, run_playbook
 
@@ -117,16 +125,7 @@ def resume(
         raise InvalidInput(
             f"run {run.id} is a {record.get('kind')} run", "resume it with the command that made it"
         )
-    attempt = (record.get("attempts") or [{}])[-1]
-    alive = controller_alive(attempt)
-    if record.get("status") == "running" and alive is not False:
-        where = f"pid {attempt.get('pid')} on {attempt.get('host')}"
-        raise InvalidInput(
-            f"run {run.id} is still running ({where})"
-            if alive
-            else f"run {run.id} was last run from another machine ({where}): it may still be running",
-            "wait for it, or stop that process first (and resume from that machine)",
-        )
+    refuse_running(run, record, display.note)
     if record.get("status") == "succeeded":
         raise InvalidInput(f"run {run.id} already succeeded: nothing to resume", "start a new run")
     options = BringupOptions(**{**record["options"], "inventory": record["inventory"]["path"]})
@@ -143,6 +142,24 @@ def resume(
     display.note(f"resuming run {run.id} (attempt {len(record['attempts']) + 1}); ledger {run.path}")
     racks = racks_of(inventory, [h for h in record["hosts"] if h in inventory.hostvars])
     return _execute(run, record, options, display, stdout, racks, digest)
+
+
+def refuse_running(run: Run, record: dict[str, Any], note: Any = None) -> None:
+    """InvalidInput when the run's last controller may still be running it (here, or elsewhere);
+    else the ansible-playbook processes a killed controller left behind here are stopped."""
+    attempt = (record.get("attempts") or [{}])[-1]
+    alive = controller_alive(attempt)
+    if record.get("status") == "running" and alive is not False:
+        where = f"pid {attempt.get('pid')} on {attempt.get('host')}"
+        raise InvalidInput(
+            f"run {run.id} is still running ({where})"
+            if alive
+            else f"run {run.id} was last run from another machine ({where}): it may still be running",
+            "wait for it, or stop that process first (and resume from that machine)",
+        )
+    stopped = stop_leftover_processes(run.path / ARTIFACTS_DIR)
+    if stopped and note is not None:
+        note(f"stopped {len(stopped)} process(es) the killed controller left running: pids {stopped}")
 
 
 # ---------------------------------------------------------------------- stages ----
@@ -406,24 +423,15 @@ def _verdict(stage_records: list[dict[str, Any]]) -> str:
 # ----------------------------------------------------------------------- inputs ----
 
 
-def checked_inventory(options: BringupOptions, display: BringupDisplay) -> Any:
-    """`clusterforge inventory check` in-process (exit 2 before anything runs), then the targets."""
-    from clusterforge.inventory_check import check_inventory
-    from clusterforge.inventory_check.render import render_text
-    from clusterforge.validation.inventory import load_inventory
+def checked_inventory(options: Any, display: Any) -> Any:
+    """The inventory check (exit 2 before anything runs), then the targets (`options`: inventory,
+    limit, allow_scripts; `display`: console and note)."""
+    from clusterforge.validation.inventory import checked_inventory as check_then_load
 
-    report = check_inventory([options.inventory], allow_scripts=options.allow_scripts)
-    if not report.valid:
-        display.console.print(render_text(report), markup=False, highlight=False, soft_wrap=True)
-        raise InvalidInput(
-            f"the inventory {options.inventory} has {len(report.errors)} error(s), listed above; nothing ran",
-            "fix each problem at the location shown (`clusterforge inventory check -i INV`), then rerun",
-        )
-    if report.warnings:
-        display.note(
-            f"inventory check: {len(report.warnings)} warning(s) (`clusterforge inventory check` lists them)"
-        )
-    return load_inventory(options.inventory, options.limit, allow_scripts=options.allow_scripts)
+    return check_then_load(
+        options.inventory, options.limit, allow_scripts=options.allow_scripts,
+        console=display.console, note=display.note,
+    )  # fmt: skip
 
 
 def inventory_sha256(source: str) -> str:

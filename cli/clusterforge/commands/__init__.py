@@ -7,6 +7,7 @@ from clusterforge.commands.facts import facts
 from clusterforge.commands.inventory import inventory
 from clusterforge.commands.lab import lab
 from clusterforge.commands.runs import runs
+from clusterforge.commands.upgrade import upgrade
 from clusterforge.commands.validate import validate
 
-COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, add_node, runs, demo]
+COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, add_node, upgrade, runs, demo]

@@ -28,11 +28,13 @@ def list_runs(ledger_dir: str | None, fmt: str) -> None:
         record = run.read()
         stages = run.stages()
         done = sum(1 for s in stages if s.get("status") == "ok")
+        if record.get("kind") == "upgrade":  # its steps are batches: the last one reached
+            stages, done = [None] * int(record.get("batches") or 0), _batches_done(run)
         rows.append({
             "id": run.id, "kind": record.get("kind"), "status": run.status(record),
             "started": record.get("started"), "ended": record.get("ended"),
             "hosts": len(record.get("hosts") or []), "stages_ok": done,
-            "stages": len(record.get("stages") or []),
+            "stages": len(record.get("stages") or stages),
             "check": bool((record.get("options") or {}).get("check")),
         })  # fmt: skip
     if fmt == "json":
@@ -62,6 +64,11 @@ def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
 
     run = ledger_from(ledger_dir).open(run_id)
     record = run.read()
+    if record.get("kind") == "upgrade":
+        from clusterforge.upgrade.view import show_upgrade
+
+        show_upgrade(run, record, fmt, stdout_console())
+        return
     stages = run.stages()
     status = run.status(record)
     if fmt == "json":
@@ -89,3 +96,12 @@ def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
     if (record.get("options") or {}).get("check"):
         summary.drift_report(stages, console)
     console.print(f"artifacts: {run.path}", markup=False)
+
+
+def _batches_done(run) -> int:
+    from clusterforge.upgrade.run import DONE, FAILED, read_nodes
+
+    by_batch: dict[int, set[str]] = {}
+    for node in read_nodes(run).values():
+        by_batch.setdefault(node["batch"], set()).add(node["status"])
+    return sum(1 for statuses in by_batch.values() if statuses <= {DONE, FAILED})

@@ -9,10 +9,12 @@ reported as `interrupted`; that status is derived when reading, never written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -100,6 +102,40 @@ def _same_process(pid: int, started_ticks: Any) -> bool:
         return True
     now = process_start_ticks(pid)
     return now is None or now == started_ticks
+
+
+def leftover_processes(folder: Path) -> list[int]:
+    """Pids on this machine whose command line names `folder` (a killed controller's ansible-playbook).
+
+    ansible-runner's child ignores SIGHUP, so it outlives a controller killed with SIGKILL until its
+    current task ends: a long one (a drain waiting for jobs) would race the resumed run.
+    """
+    needle = str(folder.resolve()).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return sorted(found)
+
+
+def stop_leftover_processes(folder: Path, grace_s: float = 20.0) -> list[int]:
+    """SIGTERM, then after `grace_s` SIGKILL, every leftover process of `folder`; the pids found."""
+    pids = leftover_processes(folder)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and leftover_processes(folder):
+            time.sleep(0.5)
+        if not leftover_processes(folder):
+            break
+    return pids
 
 
 @dataclass

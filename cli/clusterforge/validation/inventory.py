@@ -84,6 +84,36 @@ class HostVars(Mapping):
 _ABSENT = object()
 
 
+def checked_inventory(
+    path: Path | str,
+    limit: str | None = None,
+    *,
+    allow_scripts: bool = False,
+    console: Any = None,
+    note: Any = None,
+) -> Inventory:
+    """`clusterforge inventory check` in-process (its report on `console`, exit 2 before anything
+    runs on a bad inventory; warnings counted through `note`), then the inventory loaded."""
+    from rich.console import Console
+
+    from clusterforge.inventory_check import check_inventory
+    from clusterforge.inventory_check.render import render_text
+
+    report = check_inventory([str(path)], allow_scripts=allow_scripts)
+    if not report.valid:
+        console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+        console.print(render_text(report), markup=False, highlight=False, soft_wrap=True)
+        raise InvalidInput(
+            f"the inventory {path} has {len(report.errors)} error(s), listed above; nothing ran",
+            "fix each problem at the location shown (`clusterforge inventory check -i INV`), then rerun",
+        )
+    if report.warnings and note is not None:
+        note(
+            f"inventory check: {len(report.warnings)} warning(s) (`clusterforge inventory check` lists them)"
+        )
+    return load_inventory(path, limit, allow_scripts=allow_scripts)
+
+
 def load_inventory(path: Path | str, limit: str | None = None, allow_scripts: bool = False) -> Inventory:
     """The inventory at `path` (a file, a directory or a host list such as 'a,b,'), limited by `limit`."""
     from clusterforge.inventory_check.ansible_load import load_inventory as load_with_ansible

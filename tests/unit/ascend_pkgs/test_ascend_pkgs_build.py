@@ -13,7 +13,7 @@ from ascend_pkgs_testlib import DRIVER, EXPORTER, FIRMWARE, KERNELS, NNAL, OPS, 
 
 # Issue 9's file names (x86_64: the driver says linux-x86-64, CANN says linux-x86_64).
 ASCEND_FILES = {
-    *(DRIVER.format(chip=c, version=v) for c in ("910b", "910c") for v in ("25.2.0", "25.5.0")),
+    *(DRIVER.format(chip=c, version=v) for c in ("910b", "910c") for v in ("25.2.0", "25.5.0", "25.5.1")),
     *(FIRMWARE.format(chip=c, version=v) for c in ("910b", "910c") for v in ("7.7.0.6.236", "7.8.0.5.216")),
     TOOLKIT.format(version="8.2.RC1"),
     TOOLKIT.format(version="8.5.0"),

@@ -1,0 +1,1 @@
+"""Rolling upgrades of a component across the fleet (docs/design.md, "Rolling upgrades")."""
