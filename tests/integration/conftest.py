@@ -16,6 +16,7 @@ Needs root, podman and the node image (scripts/test.sh sets all of them up).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -24,7 +25,24 @@ import subprocess
 import time
 
 import pytest
-from labkit import BIN, COUNTS, ENV, HOSTS, INVENTORY, LAB, PROFILES, ROOT, STATE, Lab, explain, lab_cli, run
+from labkit import (
+    BIN,
+    BUNDLE,
+    BUNDLE_PORT,
+    BUNDLE_VARS,
+    COUNTS,
+    ENV,
+    HOSTS,
+    INVENTORY,
+    LAB,
+    PROFILES,
+    ROOT,
+    STATE,
+    Lab,
+    explain,
+    lab_cli,
+    run,
+)
 
 # Figures worth seeing in CI's log (captured output is not): printed at the end of the session.
 TIMINGS: list[str] = []
@@ -82,6 +100,58 @@ def killed_then_resumed_bringup() -> str:
     return run_id
 
 
+def offline_bundle() -> subprocess.Popen:
+    """The lab air-gapped: its bundle built, served on the lab network's gateway, the lab cut off.
+
+    From here on the nodes reach only the lab network and the bundle server (docs/design.md,
+    "Air-gapped installs"): every bring-up of the session (and add-node, and the upgrades)
+    installs from the bundle alone. BUNDLE is kept between local runs, so a rebuild fetches
+    only what changed; CI starts from nothing.
+    """
+    clock = time.monotonic()
+    built = run(BIN / "clusterforge", "bundle", "build", "-i", INVENTORY, "--out", BUNDLE, timeout=1800)
+    assert built.returncode == 0, explain(built)
+    TIMINGS.append(
+        f"bundle build: {time.monotonic() - clock:.0f} s ({built.stdout.strip().splitlines()[-1]})"
+    )
+    status = lab_cli("status", "--name", LAB, "--format", "json")
+    subnet = ipaddress.ip_network(json.loads(status.stdout)["subnet"])
+    gateway = str(subnet.network_address + 1)
+    BUNDLE_VARS.unlink(missing_ok=True)
+    argv = [str(BIN / "clusterforge"), "bundle", "serve", str(BUNDLE), "--bind", gateway,
+            "--port", str(BUNDLE_PORT), "--vars-out", str(BUNDLE_VARS)]  # fmt: skip
+    log = (STATE / "bundle-serve.log").open("w")
+    server = subprocess.Popen(argv, cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not BUNDLE_VARS.is_file() and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(1)
+    assert BUNDLE_VARS.is_file(), (
+        f"bundle serve wrote no variables:\n{(STATE / 'bundle-serve.log').read_text()}"
+    )
+    cut = lab_cli("offline", "--name", LAB, "--vars", str(BUNDLE_VARS))
+    assert cut.returncode == 0, explain(cut)
+    return server
+
+
+def add_to_bundle(*extra_vars: str) -> str:
+    """A second build into the lab's bundle, with other versions (`-e VAR=VERSION`): what an
+    air-gapped site does before an upgrade. The build reads the vendor stand-ins through the lab's
+    online inventory, so the lab is reconnected for it; the bundle server keeps serving. Returns
+    the build's summary line."""
+    online = lab_cli("offline", "--name", LAB, "--online")
+    assert online.returncode == 0, explain(online)
+    try:
+        extra = [arg for var in extra_vars for arg in ("-e", var)]
+        built = run(
+            BIN / "clusterforge", "bundle", "build", "-i", INVENTORY, "--out", BUNDLE, *extra, timeout=1800
+        )
+        assert built.returncode == 0, explain(built)
+    finally:
+        cut = lab_cli("offline", "--name", LAB, "--vars", str(BUNDLE_VARS))
+        assert cut.returncode == 0, explain(cut)
+    return built.stdout.strip().splitlines()[-1]
+
+
 @pytest.fixture(scope="session")
 def lab():
     if os.geteuid() != 0 or shutil.which("podman") is None:
@@ -91,9 +161,11 @@ def lab():
     counts = [arg for role, count in COUNTS.items() for arg in (f"--{role}", str(count))]
     profiles = [arg for host, profile in PROFILES.items() for arg in ("--profile", f"{host}={profile}")]
     up = lab_cli("up", "--name", LAB, *counts, *profiles, timeout=900)
+    server = None
     try:
         assert up.returncode == 0, explain(up)
         TIMINGS.append(f"lab up: {time.monotonic() - clock:.0f} s")
+        server = offline_bundle()
         # Tests follow bring-up, as in production: `clusterforge bringup` takes the nodes through
         # every stage (chrony from the lab's time server, the NVIDIA stack from the lab's test
         # repositories, ...), killed once on the way and resumed.
@@ -106,5 +178,8 @@ def lab():
         )
         yield Lab(LAB, INVENTORY, STATE, HOSTS, up, run_id)
     finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
         down = lab_cli("down", "--name", LAB)
         assert down.returncode == 0, explain(down)

@@ -19,6 +19,10 @@ STATE = ROOT / ".cache" / "lab" / LAB
 # The lab's vault password file (`lab up` creates it before its first playbook run): every
 # Ansible run against the lab needs it for the storage secrets (cli/clusterforge/lab/vault.py).
 VAULT_PASSWORD_FILE = STATE / "vault-password"
+# The lab's offline bundle (conftest.offline_bundle), kept between local runs, and its server.
+BUNDLE = ROOT / ".cache" / "bundle" / LAB
+BUNDLE_PORT = 8089
+BUNDLE_VARS = STATE / "bundle-vars.yml"
 ENV = {
     **os.environ,
     "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "images" / "node" / "containers.conf")),

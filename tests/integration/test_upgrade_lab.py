@@ -29,7 +29,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import LEDGER, PROFILES, TIMINGS
+from conftest import LEDGER, PROFILES, TIMINGS, add_to_bundle
 from labkit import BIN, ENV, INVENTORY, LAB, ROOT, STATE, explain, run, sh
 
 pytestmark = pytest.mark.lab
@@ -98,7 +98,12 @@ def ascend_driver(host: str) -> str:
 
 @pytest.fixture(scope="module")
 def fleet(lab):
-    """Every accelerator node healthy and in service; the plan's order; the fault and the job staged."""
+    """Every accelerator node healthy and in service; the plan's order; the fault and the job staged.
+
+    The lab is air-gapped (conftest.offline_bundle): the target versions go into its bundle first.
+    """
+    summary = add_to_bundle(f"nvidia_driver_version={TO}", f"ascend_driver_version={ASCEND_TO}")
+    TIMINGS.append(f"bundle rebuild with the upgrade's versions: {summary}")
     for host, profile in HEALTHY.items():
         sh(host, f"hwreplay profile set {profile}")
     idle = lambda: all(sinfo().get(h, ("",))[0] == "idle" for h in GPUS)  # noqa: E731

@@ -426,12 +426,18 @@ def _verdict(stage_records: list[dict[str, Any]]) -> str:
 def checked_inventory(options: Any, display: Any) -> Any:
     """The inventory check (exit 2 before anything runs), then the targets (`options`: inventory,
     limit, allow_scripts; `display`: console and note)."""
+    from clusterforge.bundle.check import bundle_url_of, check_bundle, raise_on_problems
     from clusterforge.validation.inventory import checked_inventory as check_then_load
 
-    return check_then_load(
+    inventory = check_then_load(
         options.inventory, options.limit, allow_scripts=options.allow_scripts,
         console=display.console, note=display.note,
     )  # fmt: skip
+    # An offline bring-up (cf_bundle_url): nothing may come from elsewhere, and the bundle must hold it all.
+    bundle_url = bundle_url_of(inventory)
+    if bundle_url is not None:
+        raise_on_problems(check_bundle(inventory, options.limit, note=display.note), bundle_url)
+    return inventory
 
 
 def inventory_sha256(source: str) -> str:

@@ -2,6 +2,7 @@
 
 from clusterforge.commands.add_node import add_node
 from clusterforge.commands.bringup import bringup
+from clusterforge.commands.bundle import bundle
 from clusterforge.commands.demo import demo
 from clusterforge.commands.facts import facts
 from clusterforge.commands.inventory import inventory
@@ -10,4 +11,4 @@ from clusterforge.commands.runs import runs
 from clusterforge.commands.upgrade import upgrade
 from clusterforge.commands.validate import validate
 
-COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, add_node, upgrade, runs, demo]
+COMMAND_GROUPS = [inventory, lab, facts, validate, bringup, add_node, upgrade, runs, bundle, demo]

@@ -10,7 +10,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge.errors import ChecksFailed
+from clusterforge.errors import ChecksFailed, EnvironmentNotReady, InvalidInput
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.down import lab_down
 from clusterforge.lab.model import DEFAULT_LAB_NAME, MAX_PER_ROLE, ROLE_ORDER, ROLES, parse_profiles
@@ -205,6 +205,45 @@ def _print_status(result: LabStatus) -> None:
     out.print(table)
     if result.inventory:
         out.print(f"inventory: {_shown(result.inventory)}")
+
+
+@lab.command()
+@name_option
+@click.option(
+    "--vars",
+    "vars_file",
+    type=click.Path(dir_okay=False),
+    help="The bundle's variables (`bundle serve --vars-out`).",
+)
+@click.option("--online", is_flag=True, help="Undo: reconnect the lab and drop the bundle's variables.")
+def offline(name: str, vars_file: str | None, online: bool) -> None:
+    """Air-gap the lab: its nodes reach only the lab network and this host, and its inventory the bundle.
+
+    \b
+    clusterforge bundle build -i inventories/lab-NAME --out DIR
+    clusterforge bundle serve DIR --bind GATEWAY --vars-out FILE &   (GATEWAY: the lab network's, .1)
+    clusterforge lab offline --name NAME --vars FILE
+    """
+    from clusterforge.lab import offline as air_gap
+    from clusterforge.lab.state import load_spec
+
+    if online == bool(vars_file):
+        raise InvalidInput(
+            "give either --vars FILE or --online", "clusterforge lab offline --name NAME --vars FILE"
+        )
+    ctx = LabContext.create(project_root())
+    spec = load_spec(ctx.root, name)
+    if spec is None:
+        raise EnvironmentNotReady(
+            f"lab {name!r} is not up", f"bring it up with `clusterforge lab up --name {name}`"
+        )
+    if online:
+        air_gap.go_online(ctx, name, spec.subnet)
+    else:
+        air_gap.go_offline(ctx, name, spec.subnet, air_gap.read_vars_file(Path(vars_file)))
+    path = refresh_inventory(ctx, name)
+    state = "online again" if online else f"offline: only {spec.subnet} and this host are reachable"
+    click.echo(f"lab {name!r} {state}; inventory {_shown(path)}")
 
 
 @lab.command(name="inventory")

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from clusterforge.errors import ClusterForgeError
-from clusterforge.lab import test_repo
+from clusterforge.lab import offline, test_repo
 from clusterforge.lab.context import LabContext, label_filter
 from clusterforge.lab.disks import LabDisks
 from clusterforge.lab.inventory import remove_inventory
@@ -48,6 +48,7 @@ def lab_down(ctx: LabContext, name: str) -> DownResult:
         spec = load_spec(ctx.root, name)
         planned = plan_nodes(spec) if spec is not None else []
     except ClusterForgeError:  # an unreadable record must not keep the lab from going away
+        spec = None
         planned = []
     hosts.update({node.host: node.ip for node in planned if node.host not in hosts})
 
@@ -60,6 +61,9 @@ def lab_down(ctx: LabContext, name: str) -> DownResult:
     if result.volumes:
         with ctx.reporter.step(f"remove volumes {', '.join(result.volumes)}"):
             podman.remove_volumes(result.volumes)
+    was_offline = offline.OFFLINE_FILE in {p.name for p in ctx.state_dir(name).glob("*")}
+    if spec is not None and was_offline and offline.reconnect(ctx, name, spec.subnet):
+        ctx.reporter.note(f"lab {name}: the offline rule for {spec.subnet} removed")
     result.networks = [net for net in podman.network_names(label) if net.startswith(NAME_PREFIX)]
     for network in result.networks:
         with ctx.reporter.step(f"remove network {network}"):

@@ -28,10 +28,12 @@ from cfcore.groups import INVENTORY_GROUPS
 from clusterforge.errors import EnvironmentNotReady
 from clusterforge.lab.access import PROVISIONING_USER, LabAccess
 from clusterforge.lab.model import RACK, SYSFS_ROOT, Node, hccn_devices
+from clusterforge.lab.offline import BUNDLE_VARS_NAME
 from clusterforge.lab.sitevars import (
     ascend_vars,
     ceph_osd_vars,
     monitoring_vars,
+    nvidia_vars,
     scheduler_vars,
     storage_client_groups,
     storage_client_vars,
@@ -172,7 +174,7 @@ def render(
         "group_vars/ceph_osd.yml": "# The data disk every lab storage node has (a loop device on the host).\n"
         + _dump(ceph_osd_vars()),
     }
-    group_files: dict[str, dict[str, object]] = {"npu_ascend": ascend_vars()}
+    group_files: dict[str, dict[str, object]] = {"npu_ascend": ascend_vars(), "gpu_nvidia": nvidia_vars()}
     if storage is not None:
         files["group_vars/all/storage.yml"] = (
             '# The lab\'s storage plan (clusterforge/lab/sitevars.py, docs/design.md "Shared storage");\n'
@@ -185,10 +187,14 @@ def render(
     for group, values in group_files.items():
         files[f"group_vars/{group}.yml"] = lab_values + _dump(values)
     for name, values in (standin_vars or {}).items():
-        files[f"group_vars/all/{name}.yml"] = (
-            f"# The lab's stand-in for vendor downloads (tests/{name}, served on the lab network):\n"
-            "# the roles' ordinary mirror and checksum variables.\n" + _dump(values)
+        header = (
+            "# The lab is offline (`clusterforge lab offline`): the bundle's variables that the\n"
+            "# stand-ins do not set (every URL there points at the bundle too).\n"
+            if name == BUNDLE_VARS_NAME
+            else f"# The lab's stand-in for vendor downloads (tests/{name}, served on the lab network):\n"
+            "# the roles' ordinary mirror and checksum variables.\n"
         )
+        files[f"group_vars/all/{name}.yml"] = header + _dump(values)
     return files
 
 

@@ -235,12 +235,21 @@ def ceph_osd_vars() -> dict[str, object]:
     return {"ceph_osd_devices": [DATA_DISK], "ceph_osd_method": "raw"}
 
 
+def nvidia_vars() -> dict[str, object]:
+    """The NVIDIA stack on lab GPU nodes: containers on the host's kernel, so no kernel headers
+    (the role skips them in a container anyway; so does the lab's offline bundle then)."""
+    return {"nvidia_driver_kernel_headers": False}
+
+
 def ascend_vars() -> dict[str, object]:
     """The Ascend stack on lab NPU nodes. No container engine runs on lab nodes yet (the
     scheduler roles will bring containerd), so Ascend Docker Runtime waits for one; the
     device plugin's prerequisites and npu-exporter still apply."""
     return {
         "ascend_docker_runtime_enabled": False,
+        # Lab nodes are containers on the host's kernel: no headers, no DKMS build (the role
+        # skips them in a container anyway; so does the lab's offline bundle then).
+        "ascend_driver_kernel_headers": False,
         # Prometheus on the control node scrapes it (the role's default listens on 127.0.0.1).
         "npu_exporter_listen_address": "{{ ansible_host }}",
     }

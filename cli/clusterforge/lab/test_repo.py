@@ -22,6 +22,7 @@ from typing import Any
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady
+from clusterforge.lab import offline
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.model import NAME_PREFIX, LabSpec, Node
 from clusterforge.lab.sitevars import storage_plan
@@ -64,7 +65,8 @@ STANDINS = (
 
 
 def recorded_vars(ctx: LabContext, lab: str) -> dict[str, dict[str, Any]]:
-    """Stand-in name -> the variables `serve` recorded for the lab (only the served ones)."""
+    """Stand-in name -> the variables `serve` recorded for the lab (only the served ones), with
+    an offline lab's bundle variables over them (lab/offline.py)."""
     recorded = {}
     for standin in STANDINS:
         path = ctx.state_dir(lab) / f"{standin.name}.json"
@@ -76,7 +78,8 @@ def recorded_vars(ctx: LabContext, lab: str) -> dict[str, dict[str, Any]]:
             raise EnvironmentNotReady(
                 f"{path} is unreadable: {err}", f"bring the lab up again: clusterforge lab up --name {lab}"
             ) from None
-    return recorded
+    # An air-gapped lab (`clusterforge lab offline`): the bundle's URLs replace the stand-ins'.
+    return offline.overlay(recorded, offline.offline_vars(ctx, lab))
 
 
 def serve(ctx: LabContext, spec: LabSpec, nodes: Sequence[Node]) -> dict[str, dict[str, Any]]:

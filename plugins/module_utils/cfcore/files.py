@@ -4,12 +4,17 @@ Captures, BOM files and inventories come from other people (a support tarball,
 a pull request). A FIFO would hang a reader forever, a link to /dev/zero would
 eat all memory, and a symlink out of a capture would copy any local file into
 a report. Every reader of such input goes through `read_text`.
+
+Files others read while they change (a bundle served to nodes, a metrics file
+a scraper reads) are written with `write_atomic`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 
 
 class UnsafeFile(ValueError):
@@ -78,3 +83,28 @@ def read_bytes(path: str, max_bytes: int, root: str | None = None) -> bytes:
 def read_text(path: str, max_bytes: int, root: str | None = None, errors: str = "replace") -> str:
     """`read_bytes` decoded as UTF-8 (undecodable bytes replaced unless errors='strict')."""
     return read_bytes(path, max_bytes, root).decode("utf-8", errors)
+
+
+def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
+    """Write `path` so that no reader and no crash ever sees half a file: a temporary file in the
+    same folder, fsync, rename over the old one, then the folder synced (best effort: not every
+    filesystem allows it)."""
+    folder = os.path.dirname(path) or "."
+    handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

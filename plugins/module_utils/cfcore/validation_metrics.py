@@ -44,14 +44,13 @@ None. Stdlib only, Python 3.8-safe: it runs on the nodes.
 from __future__ import annotations
 
 import calendar
-import contextlib
 import math
 import os
 import re
-import tempfile
 import time
 
 from .expected import normalize_mounts
+from .files import write_atomic
 
 LEVELS = ("quick", "full")
 FILE_PATTERN = "clusterforge_validation_{level}.prom"
@@ -228,30 +227,8 @@ def write(directory, node_result: dict, now: float | None = None):
         return None
     text = render(node_result, now)
     path = os.path.join(directory, name)
-    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fchmod(out.fileno(), FILE_MODE)
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _sync_directory(directory)
+    write_atomic(path, text.encode("utf-8"), FILE_MODE)
     return path
-
-
-def _sync_directory(directory: str) -> None:
-    """fsync the directory so the rename survives a crash (best effort: not every filesystem allows it)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # --------------------------------------------------------- expected mounts ----

@@ -107,10 +107,13 @@ def test_bom_and_connection_vars(nodes, access):
         "os_release": "debian 12",
     }
     # No container engine on lab nodes yet: Ascend Docker Runtime waits for one.
+    # Containers on the host's kernel: no kernel headers (nor in the lab's offline bundle).
     assert yaml.safe_load(files["group_vars/npu_ascend.yml"]) == {
         "ascend_docker_runtime_enabled": False,
+        "ascend_driver_kernel_headers": False,
         "npu_exporter_listen_address": "{{ ansible_host }}",
     }
+    assert yaml.safe_load(files["group_vars/gpu_nvidia.yml"]) == {"nvidia_driver_kernel_headers": False}
     assert 'cuda_version: "12.8"' in files["group_vars/all/versions.yml"]  # a string, not the float 12.2
     connection = yaml.safe_load(files["group_vars/all/connection.yml"])
     assert connection["ansible_user"] == "ansible"
