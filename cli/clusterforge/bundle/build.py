@@ -92,6 +92,13 @@ def build(
     manifest.missing = []
     plan = _Plan(out, vendor, inventory)
     for target in needs.targets.values():
+        if not target.apt:
+            raise InvalidInput(
+                f"offline bundles are built for Debian and Ubuntu targets only; {target.os_release!r} "
+                f"(hosts {', '.join(target.hosts[:5])}) would need dnf's resolution and YUM metadata",
+                "build those hosts' bundle with your RHEL tooling (dnf download --resolve, createrepo_c), "
+                "and this one with --limit for the Debian-family hosts",
+            )
         if target.os_release not in images:
             raise InvalidInput(
                 f"no build node for {target.os_release!r} (hosts {', '.join(target.hosts[:5])})",

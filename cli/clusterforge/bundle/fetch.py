@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from cfcore.bundle import sha256_file
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60
@@ -50,7 +51,7 @@ def fetch_all(fetches: list[Fetch], parallel: int = PARALLEL) -> list[Fetched]:
 
 
 def fetch_one(fetch: Fetch) -> Fetched:
-    if fetch.sha256 and fetch.dest.is_file() and sha256_of(fetch.dest) == fetch.sha256:
+    if fetch.sha256 and fetch.dest.is_file() and sha256_file(fetch.dest) == fetch.sha256:
         return Fetched(fetch, fetch.sha256, fetch.dest.stat().st_size, reused=True)
     fetch.dest.parent.mkdir(parents=True, exist_ok=True)
     last = ""
@@ -93,14 +94,6 @@ def _transfer(fetch: Fetch) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def reachable(url: str) -> bool:
     """Whether `url` answers at all (any HTTP status counts: the server is there)."""
     try:
@@ -110,8 +103,3 @@ def reachable(url: str) -> bool:
         return True
     except (OSError, urllib.error.URLError, ValueError):
         return False
-
-
-def copy_tree_file(source: Path, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, dest)

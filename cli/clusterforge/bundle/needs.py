@@ -24,6 +24,7 @@ STATS_KEY = "cf_bundle_needs"  # set_stats: {host: {os_release, needs: [items]}}
 KINDS = ("os_package", "apt_repo", "yum_repo", "file", "wheel", "image")
 # Ansible's architecture fact -> the Debian architecture of the packages.
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+DEBIAN_FAMILY = ("debian", "ubuntu")  # os_release IDs whose packages come from APT
 
 
 def need_id(item: dict[str, Any]) -> str:
@@ -47,6 +48,11 @@ class TargetNeeds:
     wheels: dict[str, dict[str, Any]] = field(default_factory=dict)  # requirement -> item
     images: dict[str, dict[str, Any]] = field(default_factory=dict)  # ref -> item
     unknown: list[dict[str, Any]] = field(default_factory=list)  # items the nodes' facts would decide
+
+    @property
+    def apt(self) -> bool:
+        """A Debian-family target: its packages come from APT repositories."""
+        return self.os_release.split()[0] in DEBIAN_FAMILY if self.os_release else False
 
     @property
     def os_dir(self) -> str:

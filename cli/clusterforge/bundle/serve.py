@@ -18,12 +18,12 @@ import yaml
 from cfcore.bundle import Manifest, bundle_url_for, verify, write_apt_index, write_simple_index
 
 from clusterforge.bundle.build import PYPI_FILES, PYPI_SIMPLE, _entry
+from clusterforge.bundle.needs import DEBIAN_FAMILY
 from clusterforge.errors import ChecksFailed
 
 # A wheel index variable -> the variable with that pip's environment: pip takes a plain-HTTP
 # index only from a host it is told to trust.
 PIP_ENVIRONMENT_OF = {"cann_pip_index_url": "cann_pip_environment"}
-DEBIAN_FAMILY = ("debian", "ubuntu")
 
 
 def prepare(bundle: Path) -> Manifest:

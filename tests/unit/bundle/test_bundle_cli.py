@@ -16,6 +16,7 @@ from cfcore.bundle import FileEntry, Manifest
 from click.testing import CliRunner
 from clusterforge.bundle import check
 from clusterforge.bundle.build import _merged, _release_sha256, _Repo, url_var_value
+from clusterforge.bundle.fetch import Fetch, fetch_all, fetch_one
 from clusterforge.bundle.needs import needs_from_stats
 from clusterforge.bundle.serve import bundle_vars, render_vars
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
@@ -274,3 +275,47 @@ def test_a_base_url_variable_keeps_its_own_value_not_the_files_under_it():
     # A variable that is the URL itself (a templated default): the need's URL.
     url = "https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v2.13.11.tar.gz"
     assert url_var_value(inventory, ["npu-01"], "nccl_tests_url", "nccl", url) == url
+
+
+def test_downloads_are_checked_reused_and_fail_honestly(served, tmp_path):
+    folder, url = served
+    source = folder / "os" / "debian-12-amd64" / "slurmd_22.05_amd64.deb"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    dest = tmp_path / "out" / "slurmd.deb"
+    first = fetch_one(Fetch(f"{url}/os/debian-12-amd64/slurmd_22.05_amd64.deb", dest, digest))
+    assert (first.error, first.reused, first.sha256) == (
+        "",
+        False,
+        digest,
+    ) and dest.read_bytes() == source.read_bytes()
+    again = fetch_one(Fetch(f"{url}/os/debian-12-amd64/slurmd_22.05_amd64.deb", dest, digest))
+    assert again.reused
+    wrong = fetch_one(Fetch(f"{url}/os/debian-12-amd64/slurmd_22.05_amd64.deb", tmp_path / "w.deb", "0" * 64))
+    assert "differs from the pinned" in wrong.error and not (tmp_path / "w.deb").exists()
+    gone = fetch_one(Fetch(f"{url}/nothing-here.deb", tmp_path / "n.deb", ""))
+    assert gone.error and not (tmp_path / "n.deb").exists()
+    copied = fetch_one(
+        Fetch("http://unreachable.invalid/x.deb", tmp_path / "c.deb", digest, copy_from=source)
+    )
+    assert copied.error == "" and copied.sha256 == digest
+    assert [r.error == "" for r in fetch_all([Fetch(f"{url}/bundle.json", tmp_path / "b.json")])] == [True]
+
+
+def test_a_suite_repository_keeps_its_dists_layout(served):
+    folder, url = served
+    (folder / "slurm" / "dists" / "bookworm").mkdir(parents=True)
+    (folder / "slurm" / "dists" / "bookworm" / "Release").write_text(
+        f"SHA256:\n {'4' * 64} 10 main/binary-amd64/Packages.gz\n {'5' * 64} 20 main/binary-arm64/Packages\n"
+    )
+    item = {"url": f"{url}/slurm", "suite": "bookworm", "components": ["main"], "url_var": "slurm_repo_url"}
+    repo = _Repo.of(item, "amd64", None)
+    assert repo.source_line() == f"deb [trusted=yes] {url}/slurm/ bookworm main"
+    fetched = {str(f.dest.relative_to(folder)) for f in repo.metadata_fetches(folder)}
+    base = f"mirror/127.0.0.1:{url.rsplit(':', 1)[1]}/slurm/dists/bookworm"
+    assert {f"{base}/Release", f"{base}/main/binary-amd64/Packages.gz"} <= fetched
+    assert f"{base}/main/binary-arm64/Packages" not in fetched
+
+
+def test_an_unreachable_repository_is_marked_unavailable():
+    repo = _Repo.of({"url": "http://127.0.0.1:9/nowhere", "url_var": "x"}, "amd64", None)
+    assert not repo.available
