@@ -436,7 +436,7 @@ def checked_inventory(options: Any, display: Any) -> Any:
     # An offline bring-up (cf_bundle_url): nothing may come from elsewhere, and the bundle must hold it all.
     bundle_url = bundle_url_of(inventory)
     if bundle_url is not None:
-        raise_on_problems(check_bundle(inventory, options.limit, note=display.note), bundle_url)
+        raise_on_problems(check_bundle(inventory, note=display.note), bundle_url)
     return inventory
 
 

@@ -85,7 +85,7 @@ def build(
     out.mkdir(parents=True, exist_ok=True)
     vendor = _vendor_dir(options.vendor)
     images = {**DEFAULT_BUILD_IMAGES, **options.build_images}
-    needs = compute_needs(inventory, options.limit, extravars=options.extravars)
+    needs = compute_needs(inventory, extravars=options.extravars)
     note(f"needs of {len(needs.hosts)} host(s) on {', '.join(sorted(needs.targets))} computed")
     manifest = _manifest(out, inventory)
     earlier = manifest.targets  # a rebuild adds to what the bundle held: both versions stay usable

@@ -46,7 +46,6 @@ def bundle_url_of(inventory: Any) -> str | None:
 
 def check_bundle(
     inventory: Any,
-    limit: str | None = None,
     *,
     needs: Needs | None = None,
     note: Callable[[str], None] = lambda _t: None,
@@ -55,7 +54,7 @@ def check_bundle(
     bundle_url = bundle_url_of(inventory)
     if bundle_url is None:
         return []
-    needs = needs or compute_needs(inventory, limit)
+    needs = needs or compute_needs(inventory)
     problems = _outside(inventory, needs, bundle_url)
     manifest = fetch_manifest(bundle_url)
     heads: dict[str, set[str]] = {}  # URL to check -> what needs it

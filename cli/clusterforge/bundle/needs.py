@@ -10,6 +10,7 @@ variables, never copied here.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,25 +88,73 @@ class Needs:
         )
 
 
+# Variables that name or place a host rather than decide what it installs: hosts alike but for
+# these share one needs computation (a 1,000-node fleet is a handful of kinds of node).
+IDENTITY_VARS = frozenset(
+    {
+        "inventory_hostname",
+        "inventory_hostname_short",
+        "ansible_host",
+        "ansible_port",
+        "rack",
+        "leaf_switch",
+        "spine",
+        "pod",
+        "nvlink_domain",
+        "hccn_devices",
+    }
+)
+POSITIONS = 3  # hosts past the third of every group they are in differ by their variables only
+IDENTITY_SUFFIXES = ("_address", "_addresses", "_ip", "_mac", "_hostname")
+
+
+def representatives(inventory: Any, hosts: list[str]) -> dict[str, list[str]]:
+    """One host per kind of host (same groups, same variables but for IDENTITY_VARS) -> its kind's hosts."""
+    kinds: dict[str, list[str]] = {}
+    for host in hosts:
+        values = inventory.vars_of(host)
+        decisive = {
+            name: values[name]
+            for name in sorted(values)
+            if name not in IDENTITY_VARS and not name.endswith(IDENTITY_SUFFIXES)
+        }
+        # Roles pick hosts by position too (the first control-plane node runs kubeadm init, the
+        # first monitoring host Grafana): a host among the first POSITIONS of a group is its own kind.
+        places = {
+            group: min(inventory.group_hosts(group).index(host), POSITIONS)
+            for group in inventory.groups_of(host)
+        }
+        signature = json.dumps([places, decisive], sort_keys=True, default=str)
+        kinds.setdefault(signature, []).append(host)
+    return {members[0]: members for members in kinds.values()}
+
+
 def compute_needs(
     inventory: Any,
-    limit: str | None = None,
     *,
     extravars: dict[str, Any] | None = None,
     private_dir: Path | None = None,
 ) -> Needs:
-    """The needs of the inventory's hosts (within `limit`), from playbooks/bundle_needs.yml."""
+    """The needs of the inventory's targets (its --limit applied), from playbooks/bundle_needs.yml.
+
+    The playbook runs on one representative of each kind of host (`representatives`): its
+    needs are its kind's, so the cost grows with the kinds of node, not the fleet.
+    """
+    kinds = representatives(inventory, list(inventory.targets))
     with tempfile.TemporaryDirectory(prefix="clusterforge-bundle-needs-") as scratch:
+        limit_file = Path(scratch) / "limit.txt"
+        limit_file.write_text("".join(f"{host}\n" for host in kinds))
         run = run_playbook(
             project_root() / "playbooks" / PLAYBOOK,
             inventory.path,
-            private_dir or Path(scratch),
+            private_dir or Path(scratch) / "runner",
             lambda _name, _data: None,
             extravars=extravars,
-            limit=limit,
+            limit=f"@{limit_file}",
         )
         tail = run.stdout_tail(25)
-    per_host = (run.stats.get("artifact_data") or {}).get(STATS_KEY) or {}
+    found = (run.stats.get("artifact_data") or {}).get(STATS_KEY) or {}
+    per_host = {host: found[rep] for rep, members in kinds.items() if rep in found for host in members}
     if run.status != "successful" or not per_host:
         raise InvalidInput(
             f"playbooks/{PLAYBOOK} could not compute the hosts' needs ({run.status}, rc {run.rc}):\n{tail}",

@@ -117,7 +117,7 @@ def verify_command(directory: str, inventory: str | None, limit: str | None) -> 
         from clusterforge.bundle.needs import compute_needs
         from clusterforge.validation.inventory import checked_inventory
 
-        needs = compute_needs(checked_inventory(inventory, limit, console=_stderr()), limit)
+        needs = compute_needs(checked_inventory(inventory, limit, console=_stderr()))
         for os_release, target in sorted(needs.targets.items()):
             built = manifest.targets.get(os_release)
             if built is None:
@@ -216,7 +216,7 @@ def check_command(inventory: str, limit: str | None) -> None:
     if url is None:
         click.echo("cf_bundle_url is not set: an online bring-up, nothing to check")
         return
-    raise_on_problems(check_bundle(loaded, limit, note=lambda t: console.print(t, markup=False)), url)
+    raise_on_problems(check_bundle(loaded, note=lambda t: console.print(t, markup=False)), url)
     click.echo(f"offline preflight: every need of {len(loaded.targets)} host(s) is served by {url}")
 
 

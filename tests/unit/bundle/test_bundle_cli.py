@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from clusterforge.bundle import check
 from clusterforge.bundle.build import _merged, _release_sha256, _Repo, url_var_value
 from clusterforge.bundle.fetch import Fetch, fetch_all, fetch_one
-from clusterforge.bundle.needs import needs_from_stats
+from clusterforge.bundle.needs import needs_from_stats, representatives
 from clusterforge.bundle.serve import bundle_vars, render_vars
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
 from clusterforge.lab.offline import BUNDLE_VARS_NAME, overlay
@@ -319,3 +319,37 @@ def test_a_suite_repository_keeps_its_dists_layout(served):
 def test_an_unreachable_repository_is_marked_unavailable():
     repo = _Repo.of({"url": "http://127.0.0.1:9/nowhere", "url_var": "x"}, "amd64", None)
     assert not repo.available
+
+
+class _Grouped(_Inventory):
+    def __init__(self, hostvars: dict, groups: dict) -> None:
+        super().__init__(hostvars)
+        self._groups = groups
+
+    def groups_of(self, host: str) -> list[str]:
+        return self._groups[host]
+
+    def group_hosts(self, group: str) -> list[str]:
+        return [host for host in self.hostvars if group in self._groups[host]]
+
+
+def test_hosts_alike_but_for_their_identity_share_one_needs_computation():
+    sku = {"node_sku": "hgx-h100-8gpu"}
+    hostvars = {
+        f"gpu-{i:02d}": {**sku, "ansible_host": f"10.0.0.{i}", "rack": f"r{i % 2}"} for i in range(1, 8)
+    }
+    hostvars["gpu-06"]["nvidia_driver_version"] = "590.48.01"  # a variable that decides: a kind of its own
+    hostvars["gpu-07"]["fabric_storage_address"] = "10.1.0.7"  # an address: the same kind
+    hostvars["npu-01"] = {"node_sku": "atlas-800t-a2", "ansible_host": "10.0.1.1"}
+    groups = {host: ["gpu_nvidia", "slurm_workers"] for host in hostvars}
+    groups["npu-01"] = ["npu_ascend"]
+    kinds = representatives(_Grouped(hostvars, groups), list(hostvars))
+    # The first three of a group are kinds of their own (roles pick hosts by position).
+    assert kinds == {
+        "gpu-01": ["gpu-01"],
+        "gpu-02": ["gpu-02"],
+        "gpu-03": ["gpu-03"],
+        "gpu-04": ["gpu-04", "gpu-05", "gpu-07"],
+        "gpu-06": ["gpu-06"],
+        "npu-01": ["npu-01"],
+    }
