@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import urllib.parse
 from pathlib import Path
 
 import click
@@ -114,10 +115,13 @@ def verify_command(directory: str, inventory: str | None, limit: str | None) -> 
     problems = [f"{p.path}: {p.kind} ({p.detail})" for p in verify(root, manifest)]
     checked = len([f for f in manifest.files.values() if f.kind != "index"])
     if inventory:
+        from clusterforge.bundle.check import bundle_url_of
         from clusterforge.bundle.needs import compute_needs
         from clusterforge.validation.inventory import checked_inventory
 
-        needs = compute_needs(checked_inventory(inventory, limit, console=_stderr()))
+        loaded = checked_inventory(inventory, limit, console=_stderr())
+        needs = compute_needs(loaded)
+        served = _served_relpath(bundle_url_of(loaded))
         for os_release, target in sorted(needs.targets.items()):
             built = manifest.targets.get(os_release)
             if built is None:
@@ -127,7 +131,9 @@ def verify_command(directory: str, inventory: str | None, limit: str | None) -> 
             problems += [f"package {spec} ({os_release}) is not in the bundle" for spec in unknown]
             built_files = set((built.get("files") or {}).keys())
             problems += [
-                f"file {url} is not in the bundle" for url in sorted(target.files) if url not in built_files
+                f"file {url} is not in the bundle"
+                for url in sorted(target.files)
+                if url not in built_files and served(url) not in manifest.files
             ]
             built_wheels = set(built.get("wheels") or [])
             problems += [
@@ -218,6 +224,16 @@ def check_command(inventory: str, limit: str | None) -> None:
         return
     raise_on_problems(check_bundle(loaded, note=lambda t: console.print(t, markup=False)), url)
     click.echo(f"offline preflight: every need of {len(loaded.targets)} host(s) is served by {url}")
+
+
+def _served_relpath(bundle_url: str | None):
+    """URL -> its path in the bundle when an offline inventory's URL points into it (else "")."""
+
+    def relpath(url: str) -> str:
+        prefix = f"{bundle_url}/" if bundle_url else None
+        return urllib.parse.unquote(url[len(prefix) :]) if prefix and url.startswith(prefix) else ""
+
+    return relpath
 
 
 def _pair(text: str, flag: str, shape: str) -> tuple[str, str]:

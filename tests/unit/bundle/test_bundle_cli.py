@@ -353,3 +353,34 @@ def test_hosts_alike_but_for_their_identity_share_one_needs_computation():
         "gpu-06": ["gpu-06"],
         "npu-01": ["npu-01"],
     }
+
+
+def test_verify_of_an_offline_inventory_finds_files_at_their_bundle_path(served, monkeypatch):
+    folder, url = served
+    relpath = "mirror/mirror.example/jfs/juicefs.tgz"
+    (folder / relpath).parent.mkdir(parents=True)
+    (folder / relpath).write_bytes(b"tgz")
+    manifest = Manifest.load(folder)
+    manifest.files[relpath] = FileEntry(
+        hashlib.sha256(b"tgz").hexdigest(), 3, "file", "http://mirror.example/jfs/j"
+    )
+    manifest.write(folder)
+    file_need = {
+        "kind": "file",
+        "url": f"{url}/{relpath}",
+        "url_var": "juicefs_download_url",
+        "role": "juicefs",
+    }
+    package_need = {"kind": "os_package", "name": "slurmd", "role": "slurm"}
+    stats = {"gpu-01": {"os_release": "debian 12", "needs": [package_need, file_need]}}
+    inventory = _Inventory({"gpu-01": {"cf_bundle_url": url}})
+    monkeypatch.setattr("clusterforge.bundle.needs.compute_needs", lambda _inventory: needs_from_stats(stats))
+    monkeypatch.setattr("clusterforge.validation.inventory.checked_inventory", lambda *_a, **_k: inventory)
+    result = CliRunner().invoke(cli, ["bundle", "verify", str(folder), "-i", "inv"], standalone_mode=False)
+    assert result.exception is None, result.output
+    assert "every need of inv present" in result.output
+    (folder / relpath).unlink()
+    manifest.files.pop(relpath)
+    manifest.write(folder)
+    result = CliRunner().invoke(cli, ["bundle", "verify", str(folder), "-i", "inv"], standalone_mode=False)
+    assert f"file {url}/{relpath} is not in the bundle" in result.output
