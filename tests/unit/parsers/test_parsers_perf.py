@@ -10,16 +10,14 @@ The fixtures under tests/fixtures/perf are written for ClusterForge in the tools
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from cfcore.parsers import KINDS, ParseError, parse
 from cfcore.parsers.perf import MB_PER_SEC_TO_GBPS
-from clusterforge.main import main
+from test_parsers_facts_cli import run
 
 PERF = Path(__file__).resolve().parents[2] / "fixtures" / "perf"
 PARSER_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "parsers"
@@ -561,17 +559,7 @@ def test_juicefs_bench_value_that_is_no_number_is_null():
 
 
 # -- clusterforge facts -------------------------------------------------------------------------
-
-
-def run(capsys, *argv):
-    sys.stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
-    try:
-        with pytest.raises(SystemExit) as exited:
-            main(list(argv))
-    finally:
-        sys.stdin = sys.__stdin__
-    out, err = capsys.readouterr()
-    return exited.value.code, out, err
+# `run` is test_parsers_facts_cli's: (exit code, stdout, stderr) of `clusterforge ARGV`.
 
 
 def test_facts_kinds_lists_the_benchmark_kinds(capsys):
