@@ -1,5 +1,4 @@
-"""Parsers of vendor tool outputs (nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, kernel log)
-and of benchmark outputs (nccl-tests, hccl_test, perftest, juicefs bench).
+"""Parsers of vendor tool outputs (nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, kernel log).
 
     from cfcore.parsers import parse, ParseError
     facts = parse("nvidia-smi-q-xml", text)     # -> dict, see each module's docstring
@@ -13,7 +12,7 @@ driver is not loaded, NVML failed). Shared conventions: see common.py.
 
 from __future__ import annotations
 
-from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, perf, ppu, storage
+from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, ppu, storage
 from .common import ParseError, normalize_pci_bus_id, strip_source_header
 from .infiniband import read_sysfs_infiniband
 
@@ -101,31 +100,6 @@ _KIND_LIST = (
         "ceph health --format json (also ceph status --format json, ceph health [detail], ceph -s)",
         "Ceph cluster health status and its checks",
         storage.parse_ceph_health,
-    ),
-    Kind(
-        "nccl-tests",
-        "all_reduce_perf -b 8 -e 8G -f 2 -g 8 (or mpirun ... all_reduce_perf; also all_gather_perf, "
-        "reduce_scatter_perf, alltoall_perf, broadcast_perf, sendrecv_perf)",
-        "NCCL bandwidth per message size, ranks and devices, bus bandwidth, wrong results",
-        perf.parse_nccl_tests,
-    ),
-    Kind(
-        "hccl-test",
-        "mpirun -n 8 ./bin/all_reduce_test -b 8K -e 1G -f 2 -p 8 (CANN hccl_test)",
-        "HCCL bandwidth per message size and result checks",
-        perf.parse_hccl_test,
-    ),
-    Kind(
-        "ib-perftest",
-        "ib_write_bw -d mlx5_0 --report_gbits SERVER (the client; also ib_read_bw, ib_send_bw, ib_*_lat)",
-        "RDMA bandwidth (Gb/s) or latency per message size, device, link type, GPUDirect",
-        perf.parse_ib_perftest,
-    ),
-    Kind(
-        "juicefs-bench",
-        "juicefs bench MOUNTPOINT -p 4",
-        "JuiceFS big/small file throughput and metadata/object operation costs",
-        perf.parse_juicefs_bench,
     ),
 )
 
