@@ -82,7 +82,7 @@ wants lint && run_part lint lint
 # Both cores: the unit tests are CPU-bound and independent (measured 392 s -> 257 s on 2 cores).
 wants unit && run_part "unit + conformance" pytest -q -n auto
 wants molecule && molecule_all
-wants lab && run_part "lab integration" pytest -q -m lab tests/integration
+wants lab && run_part "lab integration" pytest -q -m lab tests/integration --durations=25
 
 printf '\n===== timings\n'
 printf '%s\n' "${TIMINGS[@]}"

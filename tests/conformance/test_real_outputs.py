@@ -35,15 +35,12 @@ FILES = sorted(str(path.relative_to(REAL)) for path in REAL.rglob("*") if path.i
 # Files (regex on the path under the folder) that no ClusterForge parser reads, and why.
 NOT_APPLICABLE = [
     (r"^README\.md$", "the folder's README"),
-    (r"^nccl/", "nccl-tests output: read by the NCCL benchmark code, not a facts parser"),
     (r"^dcgm/", "dcgmi diag output: read by the DCGM integration, not a facts parser"),
     (
         r"^storage/",
         "JuiceFS/Ceph output: checked against its stated health and sessions by test_real_storage_outputs.py",
     ),
     (r"^sched/", "Kubernetes node descriptions: read by the scheduler checks, not a facts parser"),
-    (r"^nvidia/nvbandwidth_", "nvbandwidth output: no facts parser"),
-    (r"^ib/ib_write_bw_", "perftest output: no facts parser"),
 ]
 
 # Known-bad inputs: (path regex, KIND, what the ParseError must say).
@@ -67,6 +64,9 @@ WHOLE_FILES = [
     (r"^ib/syslog_", "xid"),
     (r"^ib/ibstat\.", "ibstat"),
     (r"^ascend/npu-smi-info_", "npu-smi-info"),
+    (r"^nccl/", "nccl-tests"),
+    (r"^ib/ib_write_bw_", "ib-perftest"),
+    (r"^nvidia/nvbandwidth_", "nvbandwidth"),
 ]
 
 # Commands of multi-command captures -> KIND.
@@ -77,6 +77,7 @@ COMMAND_KINDS = [
     (r"^hccn_tool -i \d+ -ip -g$", "hccn-ip"),
     (r"^hccn_tool -i \d+ -link -g$", "hccn-link"),
     (r"^hccn_tool -i \d+ -net_health -g$", "hccn-net-health"),
+    (r"^hccn_tool -i \d+ -ping -g address \S+$", "hccn-ping"),
 ]
 
 
@@ -236,11 +237,63 @@ def _check_hccn(facts, path, header, command):
         assert facts["address"] and facts["netmask"] and facts["prefix_length"] in (16, 24)
     elif "-link" in command:
         assert facts["link_status"] in ("UP", "DOWN")
+    elif "-ping" in command:
+        assert facts["address"] == command.split()[-1]
+        assert facts["transmitted"] == facts["received"] == len(facts["times_ms"]) and facts["loss_pct"] == 0
     else:
         assert facts["net_health"] in ("Success", "Init", "Socket failed")
 
 
+def _check_nccl(facts, path, header):
+    expected = _expected_gpus(path, header)
+    rows = facts["rows"]
+    assert facts["test"] in (None, "all_reduce_perf")
+    assert facts["n_ranks"] == expected == len(facts["devices"])
+    assert [device["rank"] for device in facts["devices"]] == list(range(expected))
+    model = "H100" if "H100" in path else "A100"
+    assert all(model in device["name"] for device in facts["devices"])
+    # the header of both captures states -f 2: each size doubles the one before (0-byte rows aside)
+    sizes = [row["size_bytes"] for row in rows if row["size_bytes"]]
+    assert sizes == [sizes[0] * 2**index for index in range(len(sizes))] and sizes[-1] == 8 * 1024**3
+    assert all(row["type"] == "float" and row["redop"] == "sum" for row in rows)
+    assert (facts["errors"], facts["wrong_results"], facts["completed"]) == (0, False, True)
+    # nccl-tests' "Avg bus bandwidth" is the mean busbw of both sides of every row
+    sides = [row[side]["busbw_gbps"] for row in rows for side in ("out_of_place", "in_place")]
+    assert abs(sum(sides) / len(sides) - facts["avg_busbw_gbps"]) < 0.01
+    if "2node" in path:
+        hosts = {device["host"] for device in facts["devices"]}
+        assert len(hosts) == 2
+        assert all(device["bus_id"] and device["bus_id"].endswith(":00.0") for device in facts["devices"])
+        assert facts["avg_busbw_gbps"] == 70.742 and facts["max_busbw_gbps"] == 338.82
+    else:
+        assert all(row["out_of_place"]["errors"] is None for row in rows)  # validation: 0 prints N/A
+        assert facts["avg_busbw_gbps"] == 68.4048
+
+
+def _check_perftest(facts, path, header):
+    assert (facts["test"], facts["kind"], facts["link_type"]) == ("RDMA_Write BW", "bw", "IB")
+    assert (facts["device"], facts["qps"], facts["mtu_bytes"]) == ("ib0", 1, 4096)
+    assert facts["errors"] == [] and facts["gpudirect"] is False
+    # server and client output in one file: the one message size is kept once
+    assert [row["size_bytes"] for row in facts["rows"]] == [8 * 1024 * 1024]
+    row = facts["rows"][0]
+    # perftest's MB/sec is 2^20 bytes/s: the message rate gives the same Gb/s
+    assert abs(row["msg_rate_mpps"] * 1e6 * row["size_bytes"] * 8 / 1e9 - row["bw_avg_gbps"]) < 0.5
+    assert 150 < facts["bw_avg_gbps"] < 215  # HDR 200G, loopback
+
+
+def _check_nvbandwidth(facts, path, header):
+    assert facts["errors"] == []
+    measured = [t for t in facts["testcases"].values() if t.get("per_gpu_gbps")]
+    assert measured, facts["testcases"].keys()
+    for testcase in measured:
+        per_gpu = testcase["per_gpu_gbps"]
+        assert per_gpu and all(value > 0 for value in per_gpu.values())
+        assert testcase["sum_gbps"] is None or testcase["sum_gbps"] >= max(per_gpu.values())
+
+
 CHECKS = {
+    "nvbandwidth": _check_nvbandwidth,
     "nvidia-smi-q": _check_gpu_inventory,
     "nvidia-smi-csv": _check_gpu_inventory,
     "nvidia-smi-topo": _check_topo,
@@ -251,6 +304,8 @@ CHECKS = {
     "npu-smi-info": _check_npu_table,
     "npu-smi-board": _check_board,
     "npu-smi-health": _check_health,
+    "nccl-tests": _check_nccl,
+    "ib-perftest": _check_perftest,
 }
 
 

@@ -2,9 +2,10 @@
 """hwreplay: replays vendor hardware tools on lab and Molecule nodes (tests only).
 
 Installed as /usr/local/lib/hwreplay/hwreplay.py. `hwreplay profile set` puts
-nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, dmesg, modinfo and mlnx_qos shims
-(each where the profile's hardware has it; mlnx_qos is stateful and never
-pre-rendered) into
+nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, dmesg, modinfo and mlnx_qos shims,
+and perf validation's benchmarks all_reduce_perf, nvbandwidth, ib_write_bw,
+all_reduce_test and mpirun (each where the profile's hardware has it; mlnx_qos
+and the benchmarks are never pre-rendered) into
 /usr/local/bin (ppu-smi into /opt/hwreplay/bin: the PPU SDK brings it onto
 PATH): they print pre-rendered answers of the commands node validation
 runs and hand anything else to this program with HWREPLAY_TOOL=<tool> set. Run
@@ -18,11 +19,14 @@ control tool:
     hwreplay profile refresh [--answers-only]  set the recorded profile again (after package changes)
     hwreplay render TOOL [ARGS...]   print what TOOL ARGS would print
     hwreplay fabricmanager           the nvidia-fabricmanager.service stand-in
+    hwreplay peer-serve [--port N]   tell other replay hosts this node's hardware (hwreplay-peer.service)
 
 Environment (for tests without root): HWREPLAY_PROFILE (use this profile, no
 state), HWREPLAY_PROFILE_DIR, HWREPLAY_STATE_DIR, HWREPLAY_OVERRIDES,
 HWREPLAY_SYSROOT, HWREPLAY_BIN_DIR, HWREPLAY_VENDOR_BIN_DIR, HWREPLAY_UNIT_DIR, HWREPLAY_SYSTEMD (0/1),
-HWREPLAY_NOW and HWREPLAY_UPTIME (pin the clock). See README.md.
+HWREPLAY_NOW and HWREPLAY_UPTIME (pin the clock); for the benchmarks HWREPLAY_HOSTNAME,
+HWREPLAY_LOCAL_ADDRESSES, HWREPLAY_PEER_PORT, HWREPLAY_IB_CONNECT_WAIT_S,
+HWREPLAY_IB_SERVER_TIMEOUT_S, HWREPLAY_EUID. See README.md.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import sys
 # Find replaylib beside the real file, also when run through a symlink.
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from replaylib import ascend_installed, control
+from replaylib import ascend_installed, control, peer
 from replaylib.common import Context, ReplayError
 from replaylib.tools import TOOLS, run_tool
 
@@ -58,6 +62,12 @@ def control_parser() -> argparse.ArgumentParser:
     render.add_argument("tool", choices=sorted(TOOLS))
     render.add_argument("args", nargs=argparse.REMAINDER)
     sub.add_parser("fabricmanager", help="run the fabric-manager stand-in (used by its systemd unit)")
+    serve = sub.add_parser(
+        "peer-serve",
+        help="answer other replay hosts' benchmarks with this node's hardware (hwreplay-peer.service)",
+    )
+    serve.add_argument("--port", type=int, help="TCP port (default: HWREPLAY_PEER_PORT, peer_port, 18600)")
+    serve.add_argument("--bind", default="", help="address to listen on (default: all)")
     return parser
 
 
@@ -67,6 +77,8 @@ def control_main(argv: list, ctx: Context) -> int:
         return emit(run_tool(ctx, args.tool, args.args))
     if args.command == "fabricmanager":
         return control.fabricmanager(ctx)
+    if args.command == "peer-serve":
+        return peer.serve(ctx, args.bind, args.port)
     if args.action == "list":
         sys.stdout.write(control.list_profiles_text(ctx))
     elif args.action == "show":

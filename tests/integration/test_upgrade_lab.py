@@ -30,7 +30,7 @@ import time
 
 import pytest
 from conftest import LEDGER, PROFILES, TIMINGS, add_to_bundle
-from labkit import BIN, ENV, INVENTORY, LAB, ROOT, STATE, explain, run, sh
+from labkit import BIN, BUNDLE, ENV, INVENTORY, LAB, ROOT, STATE, explain, run, sh
 
 pytestmark = pytest.mark.lab
 LAB_ORDER = 85  # after add-node (80), before the lab's lifecycle (90)
@@ -102,8 +102,15 @@ def fleet(lab):
 
     The lab is air-gapped (conftest.offline_bundle): the target versions go into its bundle first.
     """
+    before = set(json.loads((BUNDLE / "bundle.json").read_text())["files"])
     summary = add_to_bundle(f"nvidia_driver_version={TO}", f"ascend_driver_version={ASCEND_TO}")
     TIMINGS.append(f"bundle rebuild with the upgrade's versions: {summary}")
+    # A second build into the same folder fetches only what changed, and keeps the earlier files
+    # (rollback installs them again).
+    manifest = json.loads((BUNDLE / "bundle.json").read_text())
+    build = manifest["builds"][-1]
+    assert 0 < build["fetched"] <= 20 and build["failed"] == 0 and build["reused"] > 100, build
+    assert set(manifest["files"]) > before
     for host, profile in HEALTHY.items():
         sh(host, f"hwreplay profile set {profile}")
     idle = lambda: all(sinfo().get(h, ("",))[0] == "idle" for h in GPUS)  # noqa: E731

@@ -46,10 +46,17 @@ def _name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> st
 @click.option("-l", "--limit", help="Validate only these hosts (an Ansible host pattern).")
 @click.option(
     "--level",
-    type=click.Choice(["quick", "full"]),
+    type=click.Choice(["quick", "full", "perf"]),
     default="quick",
     show_default=True,
-    help="quick: seconds per node; full: adds dcgmi diag -r 2 where DCGM is installed (minutes).",
+    help="quick: seconds per node; full: adds dcgmi diag -r 2 where DCGM is installed (minutes); "
+    "perf: NCCL/HCCL, RDMA and storage benchmarks alone and in pairs, on idle or drained nodes (minutes).",
+)
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(1, 20),
+    help="With --level perf: the most rounds of pair tests (a survey, then re-pairing failures) "
+    "[default: 4].",
 )
 @click.option(
     "--format",
@@ -118,6 +125,7 @@ def validate(
     inventory: Path | None,
     limit: str | None,
     level: str,
+    max_rounds: int | None,
     fmt: str,
     out_dir: Path | None,
     forks: int | None,
@@ -134,7 +142,7 @@ def validate(
     """Validate nodes against their SKU and the version BOM; write reports.
 
     \b
-    clusterforge validate -i INV [--level quick|full] [--format table|json|junit|html|prom]
+    clusterforge validate -i INV [--level quick|full|perf] [--format table|json|junit|html|prom]
                           [--out DIR] [--limit HOSTS] [--quarantine]
     clusterforge validate --from-capture DIR [--sku NAME] [--bom FILE] [-i INV --host HOST]
 
@@ -150,6 +158,10 @@ def validate(
             "add --quarantine",
         )
     _check_ids_known(skip_checks)
+    if max_rounds is not None and level != "perf":
+        raise InvalidInput(
+            "--max-rounds only applies with --level perf", "drop --max-rounds, or add --level perf"
+        )
     output = Output(
         out_dir=out_dir or default_out_dir(),
         fmt=fmt,
@@ -157,6 +169,11 @@ def validate(
         stderr=Console(stderr=True),
     )
     if capture_dir is not None:
+        if level == "perf":
+            raise InvalidInput(
+                "--level perf benchmarks live nodes, alone and in pairs: a capture cannot be benchmarked",
+                "drop --from-capture and pass -i INVENTORY",
+            )
         if quarantine or limit is not None or forks:
             raise InvalidInput(
                 "--from-capture validates one captured node: --quarantine, --limit and --forks do not apply",
@@ -180,6 +197,21 @@ def validate(
         raise InvalidInput(
             "--sku, --bom and --host only apply with --from-capture", "drop them, or add --from-capture"
         )
+    if level == "perf":
+        if skip_checks:
+            raise InvalidInput("--skip-check does not apply to --level perf", "drop --skip-check")
+        from clusterforge.validation.perf import validate_perf_fleet
+
+        validate_perf_fleet(
+            inventory,
+            output,
+            limit=limit,
+            forks=forks,
+            quarantine=QuarantineOptions(quarantine, quarantine_on_error, quarantine_dry_run),
+            allow_scripts=allow_scripts,
+            max_rounds=max_rounds or 4,
+        )
+        return
     validate_fleet(
         inventory,
         level,

@@ -34,6 +34,7 @@ from clusterforge.lab.sitevars import (
     ceph_osd_vars,
     monitoring_vars,
     nvidia_vars,
+    perf_vars,
     scheduler_vars,
     storage_client_groups,
     storage_client_vars,
@@ -171,6 +172,7 @@ def render(
         "group_vars/all/scheduler.yml": lab_values + _dump(_versions_quoted(scheduler_vars(lab, nodes))),
         "group_vars/all/monitoring.yml": lab_values + _dump(_versions_quoted(monitoring_vars())),
         "group_vars/all/time.yml": lab_values + _dump(time_vars(nodes)[0]),
+        "group_vars/all/perf.yml": lab_values + _dump(perf_vars()),
         "group_vars/ceph_osd.yml": "# The data disk every lab storage node has (a loop device on the host).\n"
         + _dump(ceph_osd_vars()),
     }

@@ -11,6 +11,7 @@ enforcement (bare_metal.py). Secrets: vault.py.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -227,6 +228,28 @@ def monitoring_vars() -> dict[str, object]:
         "prometheus_evaluation_interval": MONITORING_INTERVAL,
         "node_healthcheck_interval_s": VALIDATION_TIMER_S,
         "grafana_deploy": False,
+    }
+
+
+def perf_vars() -> dict[str, object]:
+    """Perf validation (`clusterforge validate --level perf`) at lab scale: a small `juicefs bench`
+    (a 2-core host runs every node), and the lab's own storage figures, as a site sets its own:
+    the built-in figures are per accelerator SKU, and a lab's JuiceFS on one Ceph OSD is no site's."""
+    lab_storage = {
+        "storage_write_mibps": {"typical": 100, "floor": 1, "source": "lab: one Ceph OSD on a loop device"},
+        "storage_read_mibps": {"typical": 100, "floor": 1, "source": "lab: one Ceph OSD on a loop device"},
+    }
+    # No public HCCL figure exists for the 910B (cfcore/data/perf_expectations.yml: "site must
+    # measure"): the lab's is the replay's healthy figure, as a site puts its own measurement.
+    hccl = {"typical": 170, "floor": 120, "source": "lab: the healthy 910B replay (tests/hwreplay)"}
+    return {
+        "perf_storage_bench": {"threads": 1, "big_file_mib": 16, "small_file_count": 10},
+        "perf_ib_duration_s": 1,
+        "perf_expectations": {
+            # Copies: one dict in two places would be a YAML anchor in the generated file.
+            "hgx-h100-8gpu": copy.deepcopy(lab_storage),
+            "atlas-800t-a2": {**copy.deepcopy(lab_storage), "hccl_local_algbw_gbps": hccl},
+        },
     }
 
 

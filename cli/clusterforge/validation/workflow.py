@@ -418,6 +418,7 @@ def finish(
     inventory: Inventory | None = None,
     quarantine: QuarantineOptions | None = None,
     rerun_hint: str = "after fixing, rerun with --limit",
+    perf: dict[str, Any] | None = None,
 ) -> None:
     """Outliers and fleet rules, the table, quarantine, report files, stdout, and the exit verdict."""
     outliers = find_outliers(results)
@@ -431,11 +432,12 @@ def finish(
     if output.fmt == "table":  # before quarantine: the operator sees why nodes are being drained
         from clusterforge.validation.reports.table import render_table
 
-        render_table(reports.assemble(results, summary, outliers.as_dict(), run_meta), output.stdout)
+        report = reports.assemble(results, summary, outliers.as_dict(), run_meta, perf=perf)
+        render_table(report, output.stdout)
     quarantine_section = None
     if quarantine and quarantine.enabled and inventory is not None:
         quarantine_section = _quarantine(results, inventory, output, quarantine)
-    report = reports.assemble(results, summary, outliers.as_dict(), run_meta, quarantine_section)
+    report = reports.assemble(results, summary, outliers.as_dict(), run_meta, quarantine_section, perf)
     written = _write_reports(report, output)
     if written and output.fmt != "table":
         sys.stdout.write(written[output.fmt].read_text(encoding="utf-8"))

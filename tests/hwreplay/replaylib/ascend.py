@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from . import ascend_installed
+from . import ascend_installed, perf
 from .ascend_installed import nic_device_id
 from .common import Context, ToolResult, fail
 
@@ -255,6 +255,7 @@ HCCN_SET = {
 }
 HCCN_USAGE = (
     "Usage: hccn_tool -i <device_id> {" + ",".join(HCCN_ITEMS) + "} -g\n"
+    "       hccn_tool -i <device_id> -ping -g address <ip> [pkt <count>]\n"
     "       hccn_tool -i <device_id> -ip -s address <ip> netmask <mask>\n"
     "       hccn_tool -i <device_id> -gateway -s gateway <ip>\n"
     "       hccn_tool -i <device_id> -netdetect -s address <ip>"
@@ -306,12 +307,24 @@ def hccn_set(ctx: Context, npu: dict, item: str, pairs: dict) -> ToolResult:
     return ToolResult()
 
 
+def hccn_ping_command(profile: dict, args: list) -> ToolResult:
+    """`-i N -ping -g address A [pkt C]` (perf validation's NPU NIC pair test; perf.hccn_ping)."""
+    by_id = {str(nic_device_id(npu)): npu for npu in profile["ascend"]["npus"]}
+    npu = by_id.get(args[1])
+    if npu is None:
+        return fail(RC_ERROR, f"device id {args[1]} is invalid")
+    result = perf.hccn_ping(profile, npu, args)
+    return result if result is not None else fail(RC_ERROR, f"Invalid command. {HCCN_USAGE}")
+
+
 def hccn_tool(profile: dict, args: list, ctx: Context | None = None) -> ToolResult:
     """hccn_tool -i <device> -<item> -g|-s ... for the NPU's on-package RoCE NIC (device: the chip's id).
 
     A well-formed `-s` call on a known device is logged (ascend_installed.log_call), refused or not.
     """
     ctx = ctx or Context()
+    if len(args) >= 4 and args[0] == "-i" and args[2] == "-ping" and args[3] == "-g":
+        return hccn_ping_command(profile, args)
     getting = len(args) == 4 and args[3] == "-g"
     setting = len(args) > 4 and args[3] == "-s" and args[2] in HCCN_SET
     if len(args) < 4 or args[0] != "-i" or args[2] not in HCCN_ITEMS or not (getting or setting):

@@ -128,12 +128,16 @@ def read_overrides(ctx: Context) -> dict:
         raise ReplayError(f"cannot read {path}: {exc}", "rewrite it with tests/hwreplay/install.yml") from exc
     if not isinstance(data, dict):
         raise ReplayError(f"{path} must hold a JSON object")
-    unknown = sorted(set(data) - {"nvidia_driver_version", "ascend_driver_version", "hccn_devices"})
+    unknown = sorted(
+        set(data) - {"nvidia_driver_version", "ascend_driver_version", "hccn_devices", "peer_port"}
+    )
     if unknown:
         raise ReplayError(
             f"{path}: unknown keys {', '.join(unknown)}",
-            "use nvidia_driver_version, ascend_driver_version, hccn_devices",
+            "use nvidia_driver_version, ascend_driver_version, hccn_devices, peer_port",
         )
+    if "peer_port" in data and (not isinstance(data["peer_port"], int) or not 0 < data["peer_port"] < 65536):
+        raise ReplayError(f"{path}: peer_port must be a TCP port number such as 18600")
     for key in ("nvidia_driver_version", "ascend_driver_version"):
         if key in data and not isinstance(data[key], str):
             raise ReplayError(f'{path}: {key} must be a string such as "535.183.01"')

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from . import ascend, infiniband, kernel, modinfo, nvidia_smi, pci, ppu, roce
+from . import ascend, infiniband, kernel, modinfo, mpi, nvidia_smi, pci, perf, perftest, ppu, roce
 from .common import Context, ToolResult
 from .profiles import active_profile
 
-# Command -> (profile section that must exist for it to be installed, renderer).
+# Command -> (profile section(s) one of which must exist for it to be installed, renderer).
 TOOLS = {
     "nvidia-smi": ("nvidia", lambda profile, args, ctx: nvidia_smi.run(profile, args, ctx.now)),
     "npu-smi": ("ascend", lambda profile, args, ctx: ascend.npu_smi(profile, args)),
@@ -20,6 +20,12 @@ TOOLS = {
     "ppu-smi": ("ppu", lambda profile, args, ctx: ppu.ppu_smi(profile, args, ctx.now)),
     # Stateful (writes persist in the state dir): never pre-rendered, see replaylib/roce.py.
     "mlnx_qos": ("roce", lambda profile, args, ctx: roce.mlnx_qos(profile, args, ctx)),
+    # Perf validation's benchmarks (perf.py, perftest.py, mpi.py): live only, never pre-rendered.
+    "all_reduce_perf": ("nvidia", perf.all_reduce_perf),
+    "nvbandwidth": ("nvidia", perf.nvbandwidth),
+    "ib_write_bw": ("infiniband", perftest.ib_write_bw),
+    "all_reduce_test": ("ascend", perf.all_reduce_test),
+    "mpirun": (("nvidia", "ascend"), mpi.mpirun),
 }
 # Tools a vendor SDK brings, which are not on PATH until a role installs that SDK: their shims go
 # to VENDOR_BIN_DIR (HWREPLAY_VENDOR_BIN_DIR), where the test SDK package's stand-in execs them.
@@ -40,8 +46,10 @@ def tool_path(ctx: Context, tool: str) -> str:
 
 
 def installed(profile: dict, tool: str) -> bool:
-    section = TOOLS[tool][0]
-    return section is None or bool(profile.get(section))
+    sections = TOOLS[tool][0]
+    if sections is None:
+        return True
+    return any(profile.get(section) for section in ((sections,) if isinstance(sections, str) else sections))
 
 
 def installed_tools(profile: dict) -> list:

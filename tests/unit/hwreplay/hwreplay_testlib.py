@@ -35,7 +35,11 @@ FAULTY = {
     "910b-nic-net-health-fail": "910b-healthy",
     "ppu-device-error": "ppu-healthy",
     "roce-pfc-off": "roce-healthy",
+    "h100-perf-bad-rail": "h100-healthy",
+    "910b-perf-degraded": "910b-healthy",
 }
+# Faults only perf validation's benchmarks show (replaylib/perf.py): no validator command changes.
+PERF_FAULTS = ("h100-perf-bad-rail", "910b-perf-degraded")
 ALL_PROFILES = HEALTHY + tuple(FAULTY)
 NOW = 1718935388.0  # Fri Jun 21 02:03:08 2024 UTC: pinned so outputs are reproducible
 UPTIME = 86400.0
@@ -102,6 +106,20 @@ def roce_commands(profile: dict) -> list:
     """`mlnx_qos -i IF` (reads only: the tool is stateful) for each RoCE netdev of the profile."""
     netdevs = (profile.get("roce") or {}).get("netdevs") or []
     return [["mlnx_qos", "-i", netdev["name"]] for netdev in netdevs]
+
+
+def perf_commands(profile: dict) -> list:
+    """The single-node benchmarks perf validation runs (docs/design.md), as they run on this hardware."""
+    commands = []
+    gpus = len((profile.get("nvidia") or {}).get("gpus") or [])
+    if gpus:
+        commands.append(["all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", str(gpus)])
+        commands.append(["nvbandwidth", "-t", "host_to_device_memcpy_ce", "device_to_host_memcpy_ce"])
+    npus = len((profile.get("ascend") or {}).get("npus") or [])
+    if npus:
+        test = ["all_reduce_test", "-b", "8K", "-e", "1G", "-f", "2", "-p", str(npus)]
+        commands.append(["mpirun", "--allow-run-as-root", "-n", str(npus), *test])
+    return commands
 
 
 def commands_for(profile: dict) -> list:

@@ -24,7 +24,17 @@ def test_set_installs_tool_shims_writes_sysfs_and_unit(ctx, tmp_path):
     previous, changes = control.set_profile(ctx, "h100-healthy")
     assert previous is None and changes
     tools = sorted(os.listdir(tmp_path / "bin"))
-    assert tools == ["dmesg", "ibstat", "lspci", "modinfo", "nvidia-smi"]
+    assert tools == [
+        "all_reduce_perf",
+        "dmesg",
+        "ib_write_bw",
+        "ibstat",
+        "lspci",
+        "modinfo",
+        "mpirun",
+        "nvbandwidth",
+        "nvidia-smi",
+    ]
     for tool in tools:
         path = tmp_path / "bin" / tool
         assert shims.is_shim(str(path)) and os.access(path, os.X_OK)
@@ -66,7 +76,14 @@ def test_switching_rewrites_only_what_differs(ctx, tmp_path):
 def test_switching_hardware_family_removes_what_it_lacks(ctx, tmp_path):
     control.set_profile(ctx, "h100-healthy")
     control.set_profile(ctx, "910b-healthy")
-    assert sorted(os.listdir(tmp_path / "bin")) == ["dmesg", "hccn_tool", "lspci", "npu-smi"]
+    assert sorted(os.listdir(tmp_path / "bin")) == [
+        "all_reduce_test",
+        "dmesg",
+        "hccn_tool",
+        "lspci",
+        "mpirun",
+        "npu-smi",
+    ]
     assert not (tmp_path / "sysroot/sys/class/infiniband").exists()
     assert not (tmp_path / "units/nvidia-fabricmanager.service").exists()
     control.set_profile(ctx, "cpu-none")

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from hwreplay_testlib import FAULTY, commands_for
-from replaylib import control
+from hwreplay_testlib import FAULTY, PERF_FAULTS, commands_for, perf_commands
+from replaylib import control, perf
 from replaylib.infiniband import PEERMEM_DIR
 from replaylib.profiles import resolve
 
@@ -33,11 +33,14 @@ def diff_lines(before: str, after: str) -> tuple:
     return removed, added
 
 
-def fault_diff(ctx, render, name: str) -> dict:
-    """' '.join(command) -> (removed, added) for every command whose output the fault changes."""
+def fault_diff(ctx, render, name: str, benchmarks: bool = False) -> dict:
+    """' '.join(command) -> (removed, added) for every command whose output the fault changes.
+
+    `benchmarks`: perf validation's single-node benchmarks too (hwreplay_testlib.perf_commands)."""
     base = FAULTY[name]
-    commands = commands_for(resolve(ctx, base))
-    assert commands == commands_for(resolve(ctx, name)), "a fault must not add or remove tools"
+    commands = commands_for(resolve(ctx, base)) + (perf_commands(resolve(ctx, base)) if benchmarks else [])
+    faulty = commands_for(resolve(ctx, name)) + (perf_commands(resolve(ctx, name)) if benchmarks else [])
+    assert commands == faulty, "a fault must not add or remove tools"
     changes = {}
     for command in commands:
         healthy, faulty = render(base, *command), render(name, *command)
@@ -246,14 +249,47 @@ def test_roce_pfc_off_only_clears_priority_3_in_mlnx_qos(ctx, render):
         assert added == [f"\tenabled     {off}", f"\tbuffer      {off}"]
 
 
+def test_perf_degraded_only_slows_hccl_test(ctx, render):
+    assert fault_diff(ctx, render, "910b-perf-degraded") == {}  # every NPU still reports healthy
+    changes = fault_diff(ctx, render, "910b-perf-degraded", benchmarks=True)
+    assert list(changes) == ["mpirun --allow-run-as-root -n 8 all_reduce_test -b 8K -e 1G -f 2 -p 8"]
+    removed, added = next(iter(changes.values()))
+    assert len(removed) == len(added) == 18  # every row slower, the parameters line as it was
+    assert removed[-1].startswith("1073741824         | ") and "| 170.00000 " in removed[-1]
+    assert added[-1].startswith("1073741824         | ") and "| 57.00000 " in added[-1]
+    assert all(line.endswith("| success") for line in added)
+
+
+def test_perf_bad_rail_changes_no_local_output_only_the_wire_figure(ctx, render):
+    assert fault_diff(ctx, render, "h100-perf-bad-rail", benchmarks=True) == {}
+    healthy = perf.figures(resolve(ctx, "h100-healthy"))
+    faulty = perf.figures(resolve(ctx, "h100-perf-bad-rail"))
+    assert healthy["rails"]["mlx5_3"] == {"loopback_gbps": 391.2, "wire_gbps": 391.2}
+    assert faulty["rails"]["mlx5_3"] == {"loopback_gbps": 391.2, "wire_gbps": 118.4}
+    faulty["rails"]["mlx5_3"]["wire_gbps"] = 391.2
+    assert faulty == healthy  # the NCCL pair figure included: the verdict names the rail, not the node
+
+
+def test_fabricmanager_failed_stops_the_gpu_benchmarks(ctx, render):
+    """No GPU joined the NVLink fabric: CUDA cannot initialise, as on a real node."""
+    profile = resolve(ctx, "h100-fabricmanager-failed")
+    for command in perf_commands(profile):
+        result = render("h100-fabricmanager-failed", *command)
+        assert result.rc == 1 and "system not yet initialized" in result.stdout, command
+
+
 @pytest.mark.parametrize("name", sorted(FAULTY))
 def test_fault_survives_host_overrides(ctx, render, tmp_path, name):
     """Host overrides apply to the base hardware; the fault patch still wins."""
     plan = {"id": 3, "address": "10.20.0.13", "netmask": "255.255.255.0", "gateway": "10.20.0.1"}
     overrides = {"nvidia_driver_version": "550.90.07", "hccn_devices": [dict(plan, netdetect="10.20.0.1")]}
     (tmp_path / "no-overrides.json").write_text(json.dumps(overrides))
+    if name == "h100-perf-bad-rail":  # only a figure on the wire (test_perf_bad_rail_...)
+        assert perf.figures(resolve(ctx, name))["rails"]["mlx5_3"]["wire_gbps"] == 118.4
+        assert resolve(ctx, name)["nvidia"]["driver_version"] == "550.90.07"
+        return
     if name not in SYSFS_ONLY:
-        assert fault_diff(ctx, render, name), name
+        assert fault_diff(ctx, render, name, benchmarks=name in PERF_FAULTS), name
         return
     # The fault is only in the sysfs tree: the base has sys/module/nvidia_peermem, the fault none.
     module = Path(ctx.sysroot) / PEERMEM_DIR

@@ -12,7 +12,8 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "parsers"
 KIND_NAMES = [
     "nvidia-smi-q", "nvidia-smi-q-xml", "nvidia-smi-csv", "nvidia-smi-topo", "nvidia-smi-nvlink",
     "npu-smi-info", "npu-smi-board", "npu-smi-health", "hccn-ip", "hccn-link", "hccn-net-health",
-    "ibstat", "lspci", "xid", "ppu-smi-list", "ppu-smi-q", "juicefs-status", "ceph-health",
+    "hccn-ping", "ibstat", "lspci", "xid", "ppu-smi-list", "ppu-smi-q", "juicefs-status", "ceph-health",
+    "nccl-tests", "hccl-test", "ib-perftest", "nvbandwidth", "juicefs-bench",
 ]  # fmt: skip
 
 # Every fixture and the one KIND it is the output of (None: an error output no KIND accepts).

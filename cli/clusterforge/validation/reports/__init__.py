@@ -30,9 +30,12 @@ def assemble(
     outliers: dict[str, Any],
     run: dict[str, Any],
     quarantine: dict[str, Any] | None = None,
+    perf: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The one report every format is written from."""
+    """The one report every format is written from (`perf`: pairs and verdicts of --level perf)."""
     report = {"schema": SCHEMA, "run": run, "summary": summary, "outliers": outliers}
+    if perf is not None:
+        report["perf"] = perf
     if quarantine is not None:
         report["quarantine"] = quarantine
     report["nodes"] = results

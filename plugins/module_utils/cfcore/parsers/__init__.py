@@ -1,4 +1,5 @@
-"""Parsers of vendor tool outputs (nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, kernel log).
+"""Parsers of vendor tool outputs (nvidia-smi, npu-smi, hccn_tool, ibstat, lspci, kernel log)
+and of benchmark outputs (nccl-tests, hccl_test, perftest, juicefs bench, nvbandwidth).
 
     from cfcore.parsers import parse, ParseError
     facts = parse("nvidia-smi-q-xml", text)     # -> dict, see each module's docstring
@@ -12,7 +13,7 @@ driver is not loaded, NVML failed). Shared conventions: see common.py.
 
 from __future__ import annotations
 
-from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, ppu, storage
+from . import ascend, hccn, infiniband, kernel_log, nvidia, pci, perf, ppu, storage
 from .common import ParseError, normalize_pci_bus_id, strip_source_header
 from .infiniband import read_sysfs_infiniband
 
@@ -76,6 +77,12 @@ _KIND_LIST = (
         "NPU NIC network health probe",
         hccn.parse_hccn_net_health,
     ),
+    Kind(
+        "hccn-ping",
+        "hccn_tool -i DEVICE_ID -ping -g address PEER_ADDRESS",
+        "NPU NIC reachability of a peer's NIC: replies, loss, round-trip times",
+        hccn.parse_hccn_ping,
+    ),
     Kind("ibstat", "ibstat", "InfiniBand/RoCE adapters and port states", infiniband.parse_ibstat),
     Kind(
         "lspci", "lspci -vvv -nn -D (as root)", "PCIe link capability and status per device", pci.parse_lspci
@@ -101,11 +108,42 @@ _KIND_LIST = (
         "Ceph cluster health status and its checks",
         storage.parse_ceph_health,
     ),
+    Kind(
+        "nccl-tests",
+        "all_reduce_perf -b 8 -e 8G -f 2 -g 8 (or mpirun ... all_reduce_perf; also all_gather_perf, "
+        "reduce_scatter_perf, alltoall_perf, broadcast_perf, sendrecv_perf)",
+        "NCCL bandwidth per message size, ranks and devices, bus bandwidth, wrong results",
+        perf.parse_nccl_tests,
+    ),
+    Kind(
+        "hccl-test",
+        "mpirun -n 8 ./bin/all_reduce_test -b 8K -e 1G -f 2 -p 8 (CANN hccl_test)",
+        "HCCL bandwidth per message size and result checks",
+        perf.parse_hccl_test,
+    ),
+    Kind(
+        "ib-perftest",
+        "ib_write_bw -d mlx5_0 --report_gbits SERVER (the client; also ib_read_bw, ib_send_bw, ib_*_lat)",
+        "RDMA bandwidth (Gb/s) or latency per message size, device, link type, GPUDirect",
+        perf.parse_ib_perftest,
+    ),
+    Kind(
+        "nvbandwidth",
+        "nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce (any testcases)",
+        "GPU copy bandwidth matrices per testcase (GB/s), the slowest copy per GPU, devices, driver",
+        perf.parse_nvbandwidth,
+    ),
+    Kind(
+        "juicefs-bench",
+        "juicefs bench MOUNTPOINT -p 4",
+        "JuiceFS big/small file throughput and metadata/object operation costs",
+        perf.parse_juicefs_bench,
+    ),
 )
 
 KINDS = {kind.name: kind for kind in _KIND_LIST}
 PARSERS = {kind.name: kind.parser for kind in _KIND_LIST}
-HCCN_KINDS = ("hccn-ip", "hccn-link", "hccn-net-health")
+HCCN_KINDS = ("hccn-ip", "hccn-link", "hccn-net-health", "hccn-ping")
 
 
 def max_bytes(kind: str | None) -> int:
