@@ -1,4 +1,4 @@
-"""Filters of perf validation (role perf_validation, playbooks/validate_perf.yml).
+"""Filters of perf validation (role perf, playbooks/validate_perf.yml).
 
     {{ node_sku | clusterforge.cluster.cf_perf_expectations(sku_spec, perf_expectations) }}
       -> {figure: {typical, floor, warn, source}, ...}   the SKU's expected figures (site overrides merged)

@@ -52,7 +52,7 @@ def host_info(host: str, hostvars: dict, sku: dict, expectations: dict, gpudirec
 
 
 def pair_roles(pairs: list, info: dict) -> dict:
-    """{host: the work of its side in this round} for perf_pair_roles (roles/perf_validation)."""
+    """{host: the work of its side in this round} for perf_pair_roles (roles/perf)."""
     roles = {}
     for pair in pairs:
         if isinstance(pair, PlannedPair):
