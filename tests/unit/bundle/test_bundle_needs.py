@@ -356,13 +356,15 @@ def test_a_role_that_installs_or_downloads_has_a_bundle_yml(role):
 
 
 def test_the_roles_without_a_bundle_yml_install_nothing():
-    """hccn, gpudirect, node_expectation, node_healthcheck, scheduler_drain: pure configuration."""
+    """hccn, gpudirect, node_expectation, node_healthcheck, scheduler_drain: pure configuration;
+    perf runs benchmarks the stack roles installed (nccl-tests: role nccl, perftest: role rdma)."""
     without = {role for role in ALL_ROLES if not has_bundle(role)}
     assert without == {
         "gpudirect",
         "hccn",
         "node_expectation",
         "node_healthcheck",
+        "perf",
         "scheduler_drain",
         "upgrade_node",
     }
