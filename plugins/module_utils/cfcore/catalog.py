@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .inputs import InputError
+from .inputs import InputError, SchemaError
 
 OVERRIDE_VARIABLE = "clusterforge_sku_catalog"
 BUILTIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "skus.yml")
@@ -40,20 +40,15 @@ _NVIDIA_BRANCH = re.compile(r"[0-9]{3}")
 _ASCEND_VERSION = re.compile(r"[0-9]+\.[0-9]+\.([Rr][Cc][0-9]+|[0-9]+)(\.[0-9]+)*")
 
 
-class CatalogError(InputError):
+class CatalogError(SchemaError):
     """The catalog (built-in or merged with a site's overrides) breaks the schema.
 
     `issues` lists (key path, what is wrong), e.g.
     ("hgx-h100-8gpu.accelerator.count", "must be a positive integer, got 'eight'").
     """
 
-    def __init__(self, issues: list[tuple[str, str]], origin: str):
-        self.issues = issues
-        lines = "; ".join(f"{path}: {what}" for path, what in issues)
-        super().__init__(
-            f"invalid SKU catalog ({origin}): {lines}",
-            f"correct these keys in {origin} (schema: docs/design.md, 'SKU catalog')",
-        )
+    WHAT = "SKU catalog"
+    SECTION = "SKU catalog"
 
 
 @lru_cache(maxsize=None)

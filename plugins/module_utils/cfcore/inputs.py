@@ -15,6 +15,25 @@ class InputError(ValueError):
         self.fix = fix
 
 
+class SchemaError(InputError):
+    """Data (built-in, or merged with a site's overrides) that breaks its schema.
+
+    `issues` lists (key path, what is wrong); subclasses name the data (WHAT) and the section of
+    docs/design.md that holds its schema (SECTION).
+    """
+
+    WHAT = "data"
+    SECTION = ""
+
+    def __init__(self, issues: list, origin: str):
+        self.issues = issues
+        lines = "; ".join(f"{path}: {what}" for path, what in issues)
+        super().__init__(
+            f"invalid {self.WHAT} ({origin}): {lines}",
+            f"correct these keys in {origin} (schema: docs/design.md, '{self.SECTION}')",
+        )
+
+
 def is_template(value) -> bool:
     """True when a value (or anything inside it) holds Jinja syntax Ansible would still resolve."""
     if isinstance(value, str):

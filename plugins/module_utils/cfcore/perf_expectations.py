@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from .catalog import _kind, load_catalog
-from .inputs import InputError
+from .inputs import InputError, SchemaError
 
 OVERRIDE_VARIABLE = "perf_expectations"
 BUILTIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "perf_expectations.yml")
@@ -60,20 +60,15 @@ IB_FIGURE = "ib_write_bw_gbps"
 IB_TYPICAL, IB_WARN, IB_FLOOR = 0.975, 0.95, 0.90
 
 
-class ExpectationsError(InputError):
+class ExpectationsError(SchemaError):
     """The expected figures (built-in or merged with a site's overrides) break the schema.
 
     `issues` lists (key path, what is wrong), e.g.
     ("hgx-h100-8gpu.nccl_local_busbw_gbps.floor", "must be at most typical (480), got 500").
     """
 
-    def __init__(self, issues: list[tuple[str, str]], origin: str):
-        self.issues = issues
-        lines = "; ".join(f"{path}: {what}" for path, what in issues)
-        super().__init__(
-            f"invalid expected performance figures ({origin}): {lines}",
-            f"correct these keys in {origin} (schema: docs/design.md, 'Multi-node performance validation')",
-        )
+    WHAT = "expected performance figures"
+    SECTION = "Multi-node performance validation"
 
 
 @lru_cache(maxsize=None)
