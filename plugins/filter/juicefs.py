@@ -19,6 +19,9 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import juicefs as jfs
 from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.inputs import InputError
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.parsers.storage import (
+    parse_juicefs_status,
+)
 
 
 def _fail(err: InputError) -> AnsibleFilterError:
@@ -120,6 +123,15 @@ def cf_juicefs_env_file(env: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cf_juicefs_status_uuid(text: Any) -> str:
+    """The volume UUID in `juicefs status` output ("" when it shows none)."""
+    try:
+        setting = parse_juicefs_status(str(text or "")).get("setting") or {}
+    except InputError:
+        return ""
+    return str(setting.get("UUID") or "")
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -128,5 +140,6 @@ class FilterModule:
             "cf_juicefs_volume_secrets": cf_juicefs_volume_secrets,
             "cf_juicefs_mount_plan": cf_juicefs_mount_plan,
             "cf_juicefs_play_volumes": cf_juicefs_play_volumes,
+            "cf_juicefs_status_uuid": cf_juicefs_status_uuid,
             "cf_juicefs_env_file": cf_juicefs_env_file,
         }

@@ -547,7 +547,7 @@ def _vendor_dir(vendor: Path | None) -> Path | None:
 
 def _index_by_name(vendor: Path) -> dict[tuple[str, str], Path]:
     """(file name, sha256) -> path of every file in the vendor folder: a URL download found there by name."""
-    from cfcore.bundle import sha256_file
+    from cfcore.checksums import sha256_file
 
     found: dict[tuple[str, str], Path] = {}
     for path in vendor.rglob("*"):
@@ -587,7 +587,7 @@ def _index(manifest: Manifest, out: Path, relpath: str) -> None:
 
 
 def _entry(path: Path, kind: str, source: str) -> FileEntry:
-    from cfcore.bundle import sha256_file
+    from cfcore.checksums import sha256_file
 
     return FileEntry(sha256_file(path), path.stat().st_size, kind, source)
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from cfcore.bundle import sha256_file
+from cfcore.checksums import sha256_file
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60

@@ -31,6 +31,7 @@ from clusterforge.lab.model import RACK, SYSFS_ROOT, Node, hccn_devices
 from clusterforge.lab.offline import BUNDLE_VARS_NAME
 from clusterforge.lab.sitevars import (
     ascend_vars,
+    backup_vars,
     ceph_osd_vars,
     monitoring_vars,
     nvidia_vars,
@@ -183,6 +184,10 @@ def render(
             "# secrets: vault.yml.\n" + _dump(storage_vars(nodes, subnet, storage.fsid))
         )
         files[VAULT_FILE] = storage.vault_text
+        files["group_vars/all/backup.yml"] = (
+            "# The lab's backups (clusterforge/lab/sitevars.py): sets copied to its RGW; keys: vault.yml.\n"
+            + _dump(backup_vars(nodes))
+        )
         client_vars = storage_client_vars(nodes)
         for group in storage_client_groups(nodes) if client_vars else []:
             group_files[group] = {**group_files.get(group, {}), **client_vars}

@@ -58,6 +58,10 @@ class Role:
     # Mounts the shared file systems through FUSE (JuiceFS, ceph-fuse): its container gets
     # /dev/fuse and CAP_SYS_ADMIN (FUSE_CAPABILITIES), which FUSE mounts need in a container.
     storage_client: bool = False
+    # The lab's ClusterForge controller: the checkout (the repository root with its .venv and the
+    # lab's .cache state) is bind-mounted read-only at the same path, so `clusterforge` runs there
+    # as on the host (scheduled inspection: `clusterforge inspect install --on <lab>-ctl-01`).
+    clusterforge_checkout: bool = False
 
     @property
     def slurm_worker(self) -> bool:
@@ -104,6 +108,7 @@ ROLES: dict[str, Role] = {
             None,
             False,
             1,
+            clusterforge_checkout=True,
         ),
         Role(
             "gpu",

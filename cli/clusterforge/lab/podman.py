@@ -144,12 +144,14 @@ class Podman:
         devices: Mapping[str, str] | None = None,
         capabilities: Sequence[str] = (),
         device_cgroup_rules: Sequence[str] = (),
+        read_only_paths: Sequence[str] = (),
     ) -> None:
         """Start a node container: systemd as PID 1 on a static address of the lab network.
 
         devices maps host devices to their path in the node; capabilities are added to
         NODE_CAPABILITIES (e.g. SYS_ADMIN for FUSE mounts); device_cgroup_rules let the node
-        open device files it creates itself ('c 195:0 rwm': a GPU of a Slurm worker).
+        open device files it creates itself ('c 195:0 rwm': a GPU of a Slurm worker);
+        read_only_paths are host folders bind-mounted read-only at the same path in the node.
         """
         args = [
             "run",
@@ -178,6 +180,8 @@ class Podman:
             args += ["--device", f"{host_path}:{node_path}:rwm"]
         for rule in device_cgroup_rules:
             args += ["--device-cgroup-rule", rule]
+        for path in read_only_paths:
+            args += ["--volume", f"{path}:{path}:ro"]
         self._check(*args, image, "/sbin/init")
 
     def start(self, name: str) -> None:

@@ -148,7 +148,13 @@ def storage_vars(nodes: Sequence[Node], subnet: str, fsid: str) -> dict[str, obj
                         "display_name": "JuiceFS volume data",
                         "access_key": "{{ vault_rgw_juicefs_access_key }}",
                         "secret_key": "{{ vault_rgw_juicefs_secret_key }}",
-                    }
+                    },
+                    {
+                        "uid": "backup",
+                        "display_name": "ClusterForge backup sets",
+                        "access_key": "{{ vault_rgw_backup_access_key }}",
+                        "secret_key": "{{ vault_rgw_backup_secret_key }}",
+                    },
                 ],
             }
         )
@@ -168,6 +174,22 @@ def storage_vars(nodes: Sequence[Node], subnet: str, fsid: str) -> dict[str, obj
         # The nodes that run jobs need the shared volume (validate adds the rest from
         # juicefs_mounts / ceph_cephfs_mounts).
         values["validate_required_mounts"] = [JUICEFS_MOUNT_POINT]
+    return values
+
+
+def backup_vars(nodes: Sequence[Node]) -> dict[str, object]:
+    """Backups of the lab (`clusterforge backup`): secrets encrypted with the lab's own key, and each
+    set copied to a bucket of the lab's Ceph RGW, as a site puts its sets on its own object store."""
+    plan = storage_plan(nodes)
+    values: dict[str, object] = {"backup_encryption_key": "{{ vault_backup_encryption_key }}"}
+    if plan.ceph:
+        values.update(
+            backup_s3_bucket="clusterforge-backup",
+            backup_s3_endpoint=f"http://{plan.ceph[0].ip}:{CEPH_RGW_PORT}",
+            backup_s3_access_key="{{ vault_rgw_backup_access_key }}",
+            backup_s3_secret_key="{{ vault_rgw_backup_secret_key }}",
+            backup_s3_region="default",
+        )
     return values
 
 

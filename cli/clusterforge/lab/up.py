@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,6 +230,17 @@ def lab_up(ctx: LabContext, request: UpRequest) -> UpResult:
     return result
 
 
+def clusterforge_paths(root: Path) -> list[str]:
+    """What a lab controller node needs to run this ClusterForge: the checkout (its .venv, the
+    lab's state) and, when the venv's interpreter lives outside /usr (pyenv, a self-built Python),
+    that installation too; a /usr Python is the node's own (the node image is the host's Debian)."""
+    paths = [str(root)]
+    base = str(Path(sys.base_prefix).resolve())
+    if not (base == "/usr" or base.startswith("/usr/")) and not base.startswith(str(root)):
+        paths.append(base)
+    return paths
+
+
 def _bring_up(
     ctx: LabContext,
     spec: LabSpec,
@@ -292,6 +304,7 @@ def _bring_up(
                     devices=devices,
                     capabilities=node.role.capabilities,
                     device_cgroup_rules=node.role.device_cgroup_rules,
+                    read_only_paths=clusterforge_paths(ctx.root) if node.role.clusterforge_checkout else [],
                 )
                 undo.containers.append(node.container)
                 result.created.append(node.container)

@@ -66,6 +66,10 @@ SECRETS: dict[str, Callable[[], str]] = {
     # An S3 access key as RGW makes them (20 upper-case letters and digits), a 40-character secret.
     "vault_rgw_juicefs_access_key": _token(_UPPER_ALNUM, 20),
     "vault_rgw_juicefs_secret_key": _token(_ALNUM, 40),
+    "vault_rgw_backup_access_key": _token(_UPPER_ALNUM, 20),
+    "vault_rgw_backup_secret_key": _token(_ALNUM, 40),
+    # Encrypts the secret items of the lab's backup sets (role backup).
+    "vault_backup_encryption_key": _token(_ALNUM, 48),
     # Letters and digits only: the password also sits in redis:// URLs and Redis's config file.
     "vault_juicefs_meta_password": _token(_ALNUM, 32),
     "vault_slurm_munge_key": munge_key,

@@ -15,18 +15,15 @@ MIN_FLEET nodes of a SKU carry no statistics: the report says so.
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from cfcore.robust import METHOD, deviation, numeric
+
 from clusterforge.validation.results import worst
 
 MIN_FLEET = 5
-Z_LIMIT = 3.5
-Z_SCALE = 0.6745  # makes the MAD consistent with the standard deviation of a normal distribution
-REL_TOLERANCE = 0.05
 CHECK_PREFIX = "fleet.outlier."
 
 # Which side of the median hurts, from the metric's name: a PCIe link wider
@@ -78,8 +75,7 @@ class OutlierReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "method": f"per SKU: robust z = {Z_SCALE}*(x-median)/MAD, |z| > {Z_LIMIT}; "
-            f"MAD = 0: |x-median| > {REL_TOLERANCE:.0%} of the median",
+            "method": f"per SKU: {METHOD}",
             "min_fleet_size": MIN_FLEET,
             "flagged": self.flagged,
             "notes": self.notes,
@@ -94,12 +90,6 @@ def bad_direction(metric: str) -> str:
     if any(word in name for word in _LOWER_IS_WORSE):
         return "low"
     return "both"
-
-
-def _numeric(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def find_outliers(results: list[dict[str, Any]]) -> OutlierReport:
@@ -120,7 +110,7 @@ def find_outliers(results: list[dict[str, Any]]) -> OutlierReport:
         values: dict[str, list[tuple[str, float]]] = defaultdict(list)
         for result in members:
             for metric, raw in result["metrics"].items():
-                number = _numeric(raw)
+                number = numeric(raw)
                 if number is not None:
                     values[metric].append((result["host"], number))
         for metric in sorted(values):
@@ -137,36 +127,22 @@ def find_outliers(results: list[dict[str, Any]]) -> OutlierReport:
 
 def _flag_metric(sku: str, metric: str, samples: list[tuple[str, float]]) -> list[dict[str, Any]]:
     numbers = [v for _, v in samples]
-    median = statistics.median(numbers)
-    mad = statistics.median([abs(v - median) for v in numbers])
     direction = bad_direction(metric)
     flagged = []
     for host, value in samples:
-        deviation = value - median
-        harmless_side = (
-            deviation <= 0 if direction == "high" else deviation >= 0 if direction == "low" else False
-        )
-        if harmless_side:
+        found = deviation(value, numbers, direction)
+        if not found.deviates:
             continue
-        if mad > 0:
-            z = Z_SCALE * deviation / mad
-            if abs(z) <= Z_LIMIT:
-                continue
-        else:
-            # All-equal fleet: a relative band around the median (any change of an all-zero figure).
-            z = None
-            if abs(deviation) <= REL_TOLERANCE * abs(median):
-                continue
         flagged.append(
             {
                 "host": host,
                 "node_sku": sku,
                 "metric": metric,
                 "value": value,
-                "median": median,
-                "mad": mad,
-                "robust_z": None if z is None else round(z, 2),
-                "side": "above" if deviation > 0 else "below",
+                "median": found.median,
+                "mad": found.mad,
+                "robust_z": found.robust_z,
+                "side": found.side,
                 "fleet_size": len(samples),
             }
         )

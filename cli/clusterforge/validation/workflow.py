@@ -436,7 +436,7 @@ def finish(
         render_table(report, output.stdout)
     quarantine_section = None
     if quarantine and quarantine.enabled and inventory is not None:
-        quarantine_section = _quarantine(results, inventory, output, quarantine)
+        quarantine_section = quarantine_results(results, inventory, output, quarantine)
     report = reports.assemble(results, summary, outliers.as_dict(), run_meta, quarantine_section, perf)
     written = _write_reports(report, output)
     if written and output.fmt != "table":
@@ -491,7 +491,7 @@ def _write_reports(report: dict[str, Any], output: Output) -> dict[str, Path] | 
     return written
 
 
-def _quarantine(
+def quarantine_results(
     results: list[dict[str, Any]], inventory: Inventory, output: Output, options: QuarantineOptions
 ) -> dict[str, Any]:
     from clusterforge.validation.quarantine import WORKER_GROUPS, plan

@@ -492,6 +492,7 @@ class _NodeRun:
                         and (not wanted_type or points[path][1] == wanted_type)
                     ):
                         probes[path] = storage.probe_writable(path, host)
+            self.metrics.update(node_checks.mount_metrics(probes))
         except Exception as exc:
             return crashed("node.mounts", exc, (mounts,))
         return self._check("node.mounts", node_checks.node_mounts, mounts, required, probes, capture)

@@ -357,14 +357,19 @@ def test_a_role_that_installs_or_downloads_has_a_bundle_yml(role):
 
 def test_the_roles_without_a_bundle_yml_install_nothing():
     """hccn, gpudirect, node_expectation, node_healthcheck, scheduler_drain: pure configuration;
-    perf runs benchmarks the stack roles installed (nccl-tests: role nccl, perftest: role rdma)."""
+    perf runs benchmarks the stack roles installed (nccl-tests: role nccl, perftest: role rdma);
+    backup and ops_timers run what is there (openssl, tar, the services' own tools, clusterforge);
+    restore installs through roles slurm, juicefs_redis and juicefs, whose bundle.yml name it all."""
     without = {role for role in ALL_ROLES if not has_bundle(role)}
     assert without == {
+        "backup",
         "gpudirect",
         "hccn",
         "node_expectation",
         "node_healthcheck",
+        "ops_timers",
         "perf",
+        "restore",
         "scheduler_drain",
         "upgrade_node",
     }

@@ -280,3 +280,15 @@ def test_metrics_summarise_the_node():
     assert found["gpu.temperature_max_c"] == 37
     assert found["gpu.nvlink_active_links_min"] == 17
     assert found["gpu.xid_fatal_count"] == 1
+
+
+def test_metrics_for_the_trend_sum_correctable_ecc_and_pcie_replays():
+    gpus = [gpu(i, ecc_corrected_volatile=i, pcie_replays=100 if i == 5 else 0) for i in range(8)]
+    found = nvidia.metrics(smi(gpus))
+    assert found["gpu.ecc_corrected_volatile_total"] == 28
+    assert found["gpu.pcie_replay_total"] == 100
+
+
+def test_figures_no_gpu_reports_are_absent_not_zero():
+    found = nvidia.metrics(smi([gpu(i, ecc_corrected_volatile=None, pcie_replays=None) for i in range(8)]))
+    assert "gpu.ecc_corrected_volatile_total" not in found and "gpu.pcie_replay_total" not in found

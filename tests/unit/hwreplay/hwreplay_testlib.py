@@ -40,7 +40,10 @@ FAULTY = {
 }
 # Faults only perf validation's benchmarks show (replaylib/perf.py): no validator command changes.
 PERF_FAULTS = ("h100-perf-bad-rail", "910b-perf-degraded")
-ALL_PROFILES = HEALTHY + tuple(FAULTY)
+# A node degrading run after run (`hwreplay profile set h100-degrading-N`, N = 1..4): each step is a
+# patch of the one before, so the steps differ only in the degradation (tests/hwreplay/README.md).
+DEGRADING = ("h100-degrading-1", "h100-degrading-2", "h100-degrading-3", "h100-degrading-4")
+ALL_PROFILES = HEALTHY + tuple(FAULTY) + DEGRADING
 NOW = 1718935388.0  # Fri Jun 21 02:03:08 2024 UTC: pinned so outputs are reproducible
 UPTIME = 86400.0
 

@@ -33,6 +33,7 @@ VALUE_OPTIONS = {
     "--time",
     "--device",
     "--device-cgroup-rule",
+    "--volume",
 }
 
 

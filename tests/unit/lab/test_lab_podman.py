@@ -49,6 +49,18 @@ def test_run_node_command_line(host):
     )  # fmt: skip
 
 
+def test_the_control_node_gets_the_checkout_read_only_at_the_same_path(host):
+    from clusterforge.lab.model import ROLES
+
+    assert ROLES["control"].clusterforge_checkout and not ROLES["gpu"].clusterforge_checkout
+    Podman(host, CONF).run_node(
+        name="c1", hostname="h", network="n", ip="1.2.3.4", labels={}, hosts={}, image=IMAGE,
+        read_only_paths=["/work/main"],
+    )  # fmt: skip
+    argv = host.calls[-1]
+    assert argv[argv.index("--volume") + 1] == "/work/main:/work/main:ro"
+
+
 def test_network_create_and_remove_command_lines(host):
     podman = Podman(host, CONF)
     podman.create_network("cflab-lab", "10.89.100.0/24", "10.89.100.1", {"org.clusterforge.lab": "lab"})

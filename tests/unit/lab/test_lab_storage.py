@@ -15,7 +15,13 @@ from clusterforge.lab import vault
 from clusterforge.lab.access import LabAccess
 from clusterforge.lab.inventory import render, write_inventory
 from clusterforge.lab.model import LabSpec, plan_nodes
-from clusterforge.lab.sitevars import storage_client_groups, storage_client_vars, storage_plan, storage_vars
+from clusterforge.lab.sitevars import (
+    backup_vars,
+    storage_client_groups,
+    storage_client_vars,
+    storage_plan,
+    storage_vars,
+)
 from clusterforge.lab.status import refresh_inventory
 from clusterforge.lab.test_repo import STANDINS
 from clusterforge.lab.up import UpRequest, lab_up
@@ -160,11 +166,13 @@ def test_one_storage_node_makes_the_one_replica_cluster_of_the_molecule_scenario
             },
         }
     ]
-    (user,) = values["ceph_rgw_users"]
+    user, backup_user = values["ceph_rgw_users"]
     assert (user["access_key"], user["secret_key"]) == (
         "{{ vault_rgw_juicefs_access_key }}",
         "{{ vault_rgw_juicefs_secret_key }}",
     )
+    # Backup sets go to the lab's RGW under a user of their own (group_vars/all/backup.yml).
+    assert (backup_user["uid"], backup_user["access_key"]) == ("backup", "{{ vault_rgw_backup_access_key }}")
     (volume,) = values["juicefs_volumes"]
     assert volume["bucket"] == "http://10.89.100.15:7480/jfs"  # the storage node's gateway
     assert (volume["name"], volume["storage"], volume["region"]) == ("jfs", "s3", "default")
@@ -176,6 +184,20 @@ def test_three_storage_nodes_replicate_across_hosts():
     assert (values["ceph_pool_default_size"], values["ceph_pool_default_min_size"]) == (3, 2)
     assert values["ceph_crush_chooseleaf_type"] == 1
     assert values["juicefs_volumes"][0]["bucket"] == "http://10.89.100.15:7480/jfs"  # the first one
+
+
+def test_backups_go_to_the_lab_s_rgw_with_their_own_keys():
+    values = backup_vars(nodes_of(storage=1))
+    assert values == {
+        "backup_encryption_key": "{{ vault_backup_encryption_key }}",
+        "backup_s3_bucket": "clusterforge-backup",
+        "backup_s3_endpoint": "http://10.89.100.15:7480",
+        "backup_s3_access_key": "{{ vault_rgw_backup_access_key }}",
+        "backup_s3_secret_key": "{{ vault_rgw_backup_secret_key }}",
+        "backup_s3_region": "default",
+    }
+    # Without a storage node the sets stay on the controller (backup_target or --target).
+    assert backup_vars(nodes_of(storage=0)) == {"backup_encryption_key": "{{ vault_backup_encryption_key }}"}
 
 
 def test_without_a_storage_node_nothing_is_mounted():

@@ -61,6 +61,12 @@ def _unit_of(spec: dict) -> str:
     return mount_unit(spec["path"])
 
 
+def mount_metrics(probes: dict) -> dict:
+    """node.mount_probe_ms: the slowest successful writable-probe round trip (none probed: nothing)."""
+    times = [p["ms"] for p in (probes or {}).values() if p.get("result") == "ok" and p.get("ms") is not None]
+    return {"node.mount_probe_ms": max(times)} if times else {}
+
+
 def node_mounts(mounts, required: list, probes: dict | None = None, capture: bool = False) -> dict:
     """Each required mount present, of its fstype, and (where `writable`) a probe file written.
 

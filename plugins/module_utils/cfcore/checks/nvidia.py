@@ -698,6 +698,10 @@ def metrics(smi, nvlink=None, kernel_log=None) -> dict:
         found["gpu.ecc_uncorrected_volatile_total"] = sum(
             as_int(g.get("ecc_uncorrected_volatile")) or 0 for g in gpus
         )
+        _put_sum(
+            found, "gpu.ecc_corrected_volatile_total", [as_int(g.get("ecc_corrected_volatile")) for g in gpus]
+        )
+        _put_sum(found, "gpu.pcie_replay_total", [as_int(g.get("pcie_replays")) for g in gpus])
         found["gpu.remapped_rows_pending_count"] = sum(
             1 for g in gpus if as_flag(g.get("remapped_rows_pending"))
         )
@@ -721,3 +725,10 @@ def _put_min(found: dict, key: str, values: list) -> None:
     known = [v for v in values if v is not None]
     if known:
         found[key] = min(known)
+
+
+def _put_sum(found: dict, key: str, values: list) -> None:
+    """The sum of the values reported; nothing when no GPU reports the figure (unknown is not 0)."""
+    known = [v for v in values if v is not None]
+    if known:
+        found[key] = sum(known)

@@ -33,11 +33,14 @@ MAX_ENV_FILE_BYTES = 64 * 1024
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)([^@/\s]+)(@)")
 _ENV_LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
-# The child that probes one mount point: prints one JSON line {"ok", "step", "error"}.
+# The child that probes one mount point: prints one JSON line {"ok", "step", "error", "ms"};
+# ms: the round trip (create, write, fsync, read back, remove) timed inside the child, so the
+# interpreter's start is not counted.
 _PROBE_SCRIPT = r"""
-import json, os, sys
+import json, os, sys, time
 path, token = sys.argv[1], sys.argv[2].encode()
 step = "create"
+started = time.monotonic()
 try:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -54,7 +57,8 @@ try:
     if data != token:
         print(json.dumps({"ok": False, "step": "read back", "error": "read back other bytes than written"}))
     else:
-        print(json.dumps({"ok": True, "step": "done", "error": ""}))
+        ms = round((time.monotonic() - started) * 1000, 3)
+        print(json.dumps({"ok": True, "step": "done", "error": "", "ms": ms}))
 except OSError as exc:
     if step in ("write", "read back"):
         try:
@@ -82,7 +86,8 @@ def probe_name(host: str, pid: int | None = None) -> str:
 
 
 def probe_writable(path: str, host: str, timeout: float = PROBE_TIMEOUT_S, python: str | None = None) -> dict:
-    """{"result": "ok" | "failed" | "timeout", "file", "step", "error"} of one probe of `path`."""
+    """{"result": "ok" | "failed" | "timeout", "file", "step", "error", "ms"} of one probe of `path`
+    (ms: the round trip in milliseconds, on "ok" only)."""
     target = os.path.join(path, probe_name(host))
     token = f"clusterforge probe {os.getpid()}\n"
     try:
@@ -123,6 +128,7 @@ def probe_writable(path: str, host: str, timeout: float = PROBE_TIMEOUT_S, pytho
         "file": target,
         "step": answer.get("step"),
         "error": answer.get("error") or "",
+        "ms": answer.get("ms") if answer.get("ok") else None,
     }
 
 

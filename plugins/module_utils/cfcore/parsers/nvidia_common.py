@@ -40,6 +40,7 @@ GPU_FIELDS = (
     "vbios_version",
     "fabric_state",
     "fabric_status",
+    "pcie_replays",
 )
 
 # The --query-gpu field list the validator runs and the CSV parser maps (see nvidia_csv).

@@ -165,6 +165,7 @@ def gpu_record(section: Node, index: int) -> dict:
         vbios_version=na(section.get("VBIOS Version")),
         fabric_state=na(section.get("Fabric", "State")),
         fabric_status=na(section.get("Fabric", "Status")),
+        pcie_replays=to_int(section.get("PCI", "Replays Since Reset|Replay Number Changes")),
     )
     return gpu
 

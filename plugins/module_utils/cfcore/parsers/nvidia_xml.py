@@ -109,6 +109,7 @@ def gpu_record(element: ET.Element, index: int) -> dict:
         vbios_version=na(_text(element, "vbios_version")),
         fabric_state=na(_text(element, "fabric/state")),
         fabric_status=na(_text(element, "fabric/status")),
+        pcie_replays=to_int(_text(element, "pci/replay_counter")),
     )
     return gpu
 
