@@ -50,6 +50,8 @@ def cf_k8s_worker_labels(hosts: Any, hostvars: Any) -> list[dict[str, Any]]:
                 "accelerators": hvars.get("clusterforge_accelerators"),
                 "architecture": facts.get("architecture") or hvars.get("ansible_architecture"),
                 "hcas": _hcas(hvars),
+                # The fabric topology of the inventory: topology.clusterforge.io/* labels.
+                "topology": {key: hvars.get(key) for key in ("rack", "leaf", "spine", "nvlink_domain")},
             }
         )
     try:

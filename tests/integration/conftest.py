@@ -157,6 +157,13 @@ def lab():
     if os.geteuid() != 0 or shutil.which("podman") is None:
         pytest.skip("lab tests need root and podman (scripts/setup-host.sh)")
     lab_cli("down", "--name", LAB)  # a leftover of an interrupted run
+    # The lab's training environment (a CPU PyTorch venv, cached under .cache/train-venv): `lab up`
+    # mounts it on the accelerator nodes only when it exists; without it test_framework_lab.py fails
+    # and says why, the other modules do not need it.
+    clock = time.monotonic()
+    venv = run(ROOT / "scripts" / "setup-train-venv.sh", timeout=900)
+    said = (venv.stdout.strip() or venv.stderr.strip()).splitlines()[-1:] or ["no output"]
+    TIMINGS.append(f"training venv (rc {venv.returncode}): {time.monotonic() - clock:.0f} s ({said[0]})")
     clock = time.monotonic()
     counts = [arg for role, count in COUNTS.items() for arg in (f"--{role}", str(count))]
     profiles = [arg for host, profile in PROFILES.items() for arg in ("--profile", f"{host}={profile}")]

@@ -32,6 +32,7 @@ NODE_STAGES = ["preflight", "base", "fabric", "accelerators", "storage", "schedu
 MEMBERS_CHANGES = {
     "Write the cluster hosts block in /etc/hosts",
     "Write slurm.conf",
+    "Write topology.conf (the fabric's switches, or its NVLink blocks)",
     "Restart slurmctld",
     "Restart slurmd",
     "Reconfigure Slurm (scontrol reconfigure)",

@@ -6,10 +6,13 @@ enforcement made possible by the lab (container flags of model.py, the boot-time
 bare_metal.py). Checked: the workers idle with their GRES; a job given 2 GPUs sees exactly those
 (CUDA_VISIBLE_DEVICES, and the device cgroup lets it open no other); a replayed fault drains its
 node through ClusterForge's health check with the check id in the reason, and the healed node
-returns; a restarted node comes back working. Nothing re-runs site.yml.
+returns; Slurm knows the lab's fabric (topology.conf from the inventory's leaf and spine) and puts
+a one-switch job on the one pair of a leaf; a restarted node comes back working. Nothing re-runs
+site.yml.
 
 gpu-01 and gpu-02 are the workers used here (test_validate_lab, which runs first, leaves both on
-the healthy replay); gpu-03 stays on a fault of that module and is only checked for its GRES.
+the healthy replay); gpu-03 stays on a fault of that module, checked for its GRES and healthy only
+for the topology test's job (it shares a leaf with gpu-01), then put back on its fault.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from labkit import CLIENTS, LAB, explain, node, run, sh
 pytestmark = pytest.mark.lab
 LAB_ORDER = 30  # after validation (10: switches replay profiles) and storage (20); before the lifecycle (90)
 CONTROLLER = f"{LAB}-ctl-01"
-GPU_1, GPU_2 = f"{LAB}-gpu-01", f"{LAB}-gpu-02"
+GPU_1, GPU_2, GPU_3 = f"{LAB}-gpu-01", f"{LAB}-gpu-02", f"{LAB}-gpu-03"
+# The lab's fabric (lab/model.py fabric_of): gpu-01 and gpu-03 on leaf 1, gpu-02 on leaf 2, one spine.
+LEAF_1, LEAF_2, SPINE = f"{LAB}-leaf-1", f"{LAB}-leaf-2", f"{LAB}-spine-1"
 GPU_NODES = [host for host in CLIENTS if "-gpu-" in host]  # the Slurm workers of the lab
 GRES = "gpu:h100:8"
 JOB_USER, JOB_UID = "alice", 2000
@@ -33,8 +38,11 @@ JOB_USER, JOB_UID = "alice", 2000
 TRANSITION_S = 2 * SLURM_HEALTH_CHECK_INTERVAL_S + 20
 
 
-def set_profile(host: str, profile: str) -> None:
-    sh(host, f"hwreplay profile set {profile}")
+def set_profile(host: str, profile: str) -> str:
+    """Switch the node's replayed hardware; the profile it had before."""
+    out = sh(host, f"hwreplay profile set {profile}")
+    was = re.search(r"\(was: ([^)]+)\)", out)
+    return was.group(1) if was and was.group(1) != "none" else profile
 
 
 def nodes_view() -> dict[str, tuple[str, str, str]]:
@@ -146,6 +154,53 @@ def test_a_replayed_fault_drains_the_node_and_healing_returns_it(slurm):
     assert wait_for(lambda: idle(GPU_2), TRANSITION_S), f"{GPU_2} did not return: {nodes_view()[GPU_2]}"
     assert nodes_view()[GPU_2][2] in ("", "none"), nodes_view()[GPU_2]
     print(f"\nslurm: drained in {drained_after:.0f} s, returned in {time.monotonic() - clock:.0f} s")
+
+
+def topology_switches() -> dict[str, dict[str, str]]:
+    """`scontrol show topology` (what slurmctld read from topology.conf): switch -> its fields."""
+    out = sh(CONTROLLER, "scontrol show topology")
+    rows = (dict(item.split("=", 1) for item in line.split() if "=" in item) for line in out.splitlines())
+    return {row["SwitchName"]: row for row in rows if "SwitchName" in row}
+
+
+def hostnames(expression: str) -> list[str]:
+    return sh(CONTROLLER, f"scontrol show hostnames '{expression}'").split()
+
+
+def test_slurm_places_a_one_switch_job_on_the_pair_that_shares_a_leaf(slurm):
+    """topology.conf from the inventory (leaf, spine): `scontrol show topology` shows the lab's two
+    GPU leaves under its spine. A 2-node job asking for one switch (`--switches=1`) gets gpu-01 and
+    gpu-03, the one pair on one leaf, where name order would take gpu-01 and gpu-02 across both.
+    gpu-03 (a fault of its own otherwise) is on the healthy replay for the job, then put back."""
+    switches = topology_switches()
+    assert set(switches) == {LEAF_1, LEAF_2, SPINE}, switches
+    assert hostnames(switches[LEAF_1]["Nodes"]) == [GPU_1, GPU_3]
+    assert hostnames(switches[LEAF_2]["Nodes"]) == [GPU_2]
+    assert hostnames(switches[SPINE]["Switches"]) == [LEAF_1, LEAF_2]
+    assert hostnames(switches[SPINE]["Nodes"]) == [GPU_1, GPU_2, GPU_3]  # every worker under the one top
+
+    def ready(host: str) -> bool:
+        state, _, reason = nodes_view()[host]
+        if state.startswith("drain") and not reason.startswith("clusterforge-health:"):
+            sh(CONTROLLER, f"scontrol update NodeName={host} State=RESUME")  # an earlier module's drain
+        return idle(host)
+
+    was = set_profile(GPU_3, "h100-healthy")
+    try:
+        settled = wait_for(lambda: all(ready(h) for h in (GPU_1, GPU_2, GPU_3)), TRANSITION_S)
+        assert settled, f"workers not idle after {TRANSITION_S} s: {nodes_view()}"
+        clock = time.monotonic()
+        # At most 2 minutes' wait for one switch: past it Slurm would run the job anyway, across leaves.
+        out = sh(
+            CONTROLLER,
+            f"runuser -u {JOB_USER} -- srun --nodes=2 --ntasks-per-node=1 --switches=1@2:00 --time=2 "
+            "--chdir=/tmp hostname -s",
+            timeout=240,
+        )
+        print(f"\nslurm: srun -N2 --switches=1: {time.monotonic() - clock:.1f} s on {sorted(out.split())}")
+        assert sorted(out.split()) == [GPU_1, GPU_3], out
+    finally:
+        set_profile(GPU_3, was)
 
 
 def test_a_restarted_worker_comes_back_working(slurm):

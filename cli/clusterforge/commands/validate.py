@@ -46,11 +46,12 @@ def _name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> st
 @click.option("-l", "--limit", help="Validate only these hosts (an Ansible host pattern).")
 @click.option(
     "--level",
-    type=click.Choice(["quick", "full", "perf"]),
+    type=click.Choice(["quick", "full", "perf", "framework"]),
     default="quick",
     show_default=True,
     help="quick: seconds per node; full: adds dcgmi diag -r 2 where DCGM is installed (minutes); "
-    "perf: NCCL/HCCL, RDMA and storage benchmarks alone and in pairs, on idle or drained nodes (minutes).",
+    "perf: NCCL/HCCL, RDMA and storage benchmarks alone and in pairs, on idle or drained nodes (minutes); "
+    "framework: the training environment (framework_env) sees every accelerator and all-reduces across them.",
 )
 @click.option(
     "--max-rounds",
@@ -142,7 +143,7 @@ def validate(
     """Validate nodes against their SKU and the version BOM; write reports.
 
     \b
-    clusterforge validate -i INV [--level quick|full|perf] [--format table|json|junit|html|prom]
+    clusterforge validate -i INV [--level quick|full|perf|framework] [--format table|json|junit|html|prom]
                           [--out DIR] [--limit HOSTS] [--quarantine]
     clusterforge validate --from-capture DIR [--sku NAME] [--bom FILE] [-i INV --host HOST]
 
@@ -169,9 +170,9 @@ def validate(
         stderr=Console(stderr=True),
     )
     if capture_dir is not None:
-        if level == "perf":
+        if level in ("perf", "framework"):
             raise InvalidInput(
-                "--level perf benchmarks live nodes, alone and in pairs: a capture cannot be benchmarked",
+                f"--level {level} runs on live nodes: a capture cannot be benchmarked or probed",
                 "drop --from-capture and pass -i INVENTORY",
             )
         if quarantine or limit is not None or forks:
@@ -210,6 +211,20 @@ def validate(
             quarantine=QuarantineOptions(quarantine, quarantine_on_error, quarantine_dry_run),
             allow_scripts=allow_scripts,
             max_rounds=max_rounds or 4,
+        )
+        return
+    if level == "framework":
+        if skip_checks:
+            raise InvalidInput("--skip-check does not apply to --level framework", "drop --skip-check")
+        from clusterforge.validation.framework import validate_framework_fleet
+
+        validate_framework_fleet(
+            inventory,
+            output,
+            limit=limit,
+            forks=forks,
+            quarantine=QuarantineOptions(quarantine, quarantine_on_error, quarantine_dry_run),
+            allow_scripts=allow_scripts,
         )
         return
     validate_fleet(

@@ -10,7 +10,9 @@ The checks, each in its own module:
               racks, hosts defined twice with different values
   skus        node_sku known to the catalog and matching the accelerator group
   bom         version formats and compatibility rules (data/bom_rules.yml)
+  framework   PyTorch against the CUDA major, torch_npu against CANN and PyTorch (data/framework_compat.yml)
   hccn        the Ascend NPU NIC plan and its subnet rule
+  topology    the fabric topology (leaf, spine, nvlink_domain): placement, leaf ports, tree, NVLink domains
   addresses   IP/network formats, address inside its network, duplicate addresses fleet-wide
   groups      expected groups, group dependencies, quorum sizes, Slurm partitions
 """
@@ -24,12 +26,14 @@ from clusterforge.inventory_check.addresses import check_addresses
 from clusterforge.inventory_check.ansible_load import load_inventory
 from clusterforge.inventory_check.bom import check_bom
 from clusterforge.inventory_check.context import Context, HostView
+from clusterforge.inventory_check.framework import check_framework
 from clusterforge.inventory_check.groups import check_groups
 from clusterforge.inventory_check.hccn import check_hccn
 from clusterforge.inventory_check.hosts import check_hosts
 from clusterforge.inventory_check.problems import ERROR, WARNING, Problem, Report
 from clusterforge.inventory_check.skus import check_skus
 from clusterforge.inventory_check.templating import TemplateCache
+from clusterforge.inventory_check.topology import check_topology
 
 __all__ = ["ERROR", "WARNING", "Problem", "Report", "check_inventory"]
 
@@ -91,9 +95,11 @@ def check_inventory(sources: list[str], allow_scripts: bool = False) -> Report:
     report.extend(check_hosts(ctx))
     report.extend(check_skus(ctx))
     report.extend(check_bom(ctx))
+    report.extend(check_framework(ctx))
     hccn_problems, npu_addresses = check_hccn(ctx)
     report.extend(hccn_problems)
     report.extend(check_addresses(ctx, npu_addresses))
+    report.extend(check_topology(ctx))
     report.extend(check_groups(ctx))
     for view in views:
         report.extend(view.template_problems)

@@ -17,19 +17,5 @@ def check_bom(ctx: Context) -> list[Problem]:
     problems: list[Problem] = []
     for view in ctx.views:
         for found in bom_findings(view.value, view.value("node_sku"), ctx.sku(view), ctx.rules):
-            problem = view.problem(
-                found["rule"],
-                found["variable"],
-                found["message"],
-                found["fix"],
-                severity=found["severity"],
-                of_value=found["of_value"],
-            )
-            problems.append(problem if found["source"] is None else _sourced(problem, found["source"]))
+            problems.append(view.finding_problem(found))
     return problems
-
-
-def _sourced(problem: Problem, source: str) -> Problem:
-    from dataclasses import replace
-
-    return replace(problem, source=source)

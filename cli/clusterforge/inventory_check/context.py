@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cfcore import bom as bom_rules
@@ -121,6 +121,21 @@ class HostView:
             host=host,
             variable=variable,
         )
+
+    def finding_problem(self, found: dict[str, Any], **how: Any) -> Problem:
+        """A cfcore rule's finding (rule, variable, message, fix, severity; optional value, of_value,
+        source) as a problem of this host; `how` overrides where it is placed (of_value, at_host)."""
+        problem = self.problem(
+            found["rule"],
+            found["variable"],
+            found["message"],
+            found["fix"],
+            severity=found["severity"],
+            value=found.get("value"),
+            of_value=how.pop("of_value", bool(found.get("of_value"))),
+            **how,
+        )
+        return replace(problem, source=found["source"]) if found.get("source") else problem
 
     def _resolve(self, variable: str, raw: Any) -> Any:
         if too_large(raw):

@@ -31,14 +31,7 @@ def check_hccn(ctx: Context) -> tuple[list[Problem], list[AddressUse]]:
             devices, nics, view.value("node_sku"), None if network is UNRESOLVED else network
         )
         problems += [
-            view.problem(
-                found["rule"],
-                found["variable"],
-                found["message"],
-                found["fix"],
-                severity=found["severity"],
-                value=found["value"],
-            )
+            view.finding_problem(found)
             for found in findings
             # A malformed fabric_npu_network is the address checks' to report.
             if found["rule"] != NPU_NETWORK_RULE

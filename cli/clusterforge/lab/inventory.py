@@ -1,12 +1,13 @@
 """Write a lab's Ansible inventory in the model of docs/design.md.
 
   hosts.yml                      every group of the model; per host ansible_host,
-                                 node_sku, rack (+ hccn_devices, hwreplay_profile,
-                                 sysfs_root where they apply)
+                                 node_sku, rack (+ leaf and spine, hccn_devices,
+                                 hwreplay_profile, sysfs_root where they apply)
   group_vars/all/versions.yml    the version bill of materials (BOM)
   group_vars/all/connection.yml  SSH as `ansible` with the lab key, strict host keys, sudo
   group_vars/all/{scheduler,storage,monitoring,time}.yml, group_vars/{ceph_osd,npu_ascend}.yml
                                  what the roles of the lab's groups need (sitevars.py)
+  group_vars/all/framework.yml   the training environment (framework_env, train_env.py)
   group_vars/all/vault.yml       the lab's secrets, vault-encrypted (vault.py; mode 0600)
   group_vars/{gpu_nvidia,npu_ascend}.yml
                                  the storage clients' mounts (sitevars.storage_client_vars)
@@ -26,8 +27,9 @@ import yaml
 from cfcore.groups import INVENTORY_GROUPS
 
 from clusterforge.errors import EnvironmentNotReady
+from clusterforge.lab import train_env
 from clusterforge.lab.access import PROVISIONING_USER, LabAccess
-from clusterforge.lab.model import RACK, SYSFS_ROOT, Node, hccn_devices
+from clusterforge.lab.model import RACK, SYSFS_ROOT, Node, fabric_of, hccn_devices
 from clusterforge.lab.offline import BUNDLE_VARS_NAME
 from clusterforge.lab.sitevars import (
     ascend_vars,
@@ -59,6 +61,10 @@ LAB_BOM = {
     "ascend_docker_runtime_version": "7.0.0",
     "npu_exporter_version": "6.0.0",
     "os_release": "debian 12",  # the node image
+    # The training environment's PyTorch (train_env.py): a CPU build; its CUDA 12.6 build is what a
+    # site with this BOM would install (PyTorch 2.13 has no 12.8 build).
+    "pytorch_version": train_env.TORCH_VERSION,
+    "pytorch_cuda_version": "12.6",
 }
 HOSTS_FILE = "hosts.yml"
 VAULT_FILE = "group_vars/all/vault.yml"
@@ -111,6 +117,7 @@ def host_vars(node: Node, extra: dict[str, object] | None = None) -> dict[str, o
         "ansible_host": node.ip,
         "node_sku": node.role.node_sku,
         "rack": RACK,
+        **fabric_of(node),
         **(extra or {}),
     }
     if node.hwreplay_profile:
@@ -174,6 +181,7 @@ def render(
         "group_vars/all/monitoring.yml": lab_values + _dump(_versions_quoted(monitoring_vars())),
         "group_vars/all/time.yml": lab_values + _dump(time_vars(nodes)[0]),
         "group_vars/all/perf.yml": lab_values + _dump(perf_vars()),
+        "group_vars/all/framework.yml": lab_values + _dump(train_env.framework_vars()),
         "group_vars/ceph_osd.yml": "# The data disk every lab storage node has (a loop device on the host).\n"
         + _dump(ceph_osd_vars()),
     }

@@ -300,6 +300,22 @@ def plan_nodes(spec: LabSpec) -> list[Node]:
     return nodes
 
 
+def fabric_of(node: Node) -> dict[str, str]:
+    """The node's place on the lab's compute fabric (docs/design.md, "Fabric topology"): every
+    accelerator node on a leaf, all leaves under one spine. The GPU nodes alternate between two
+    leaves (gpu-01, gpu-03, ... on leaf 1; gpu-02, gpu-04, ... on leaf 2), so name order is not
+    topology order: a scheduler that picks nodes by name crosses leaves where a topology-aware one
+    does not (tests/integration/test_slurm_lab.py). The NPU nodes have a leaf of their own; the
+    control and storage nodes sit on the front-end network only (no leaf)."""
+    if node.role.name == "gpu":
+        leaf = 1 if node.index % 2 else 2
+    elif node.role.name == "npu":
+        leaf = 3
+    else:
+        return {}
+    return {"leaf": f"{node.lab}-leaf-{leaf}", "spine": f"{node.lab}-spine-1"}
+
+
 def hccn_devices(npu_index: int) -> list[dict[str, object]]:
     """The NPU NIC plan of the npu_index-th (1-based) lab NPU node: 8 devices in one /24."""
     base = HCCN_FIRST_OFFSET + (npu_index - 1) * HCCN_DEVICES_PER_NODE

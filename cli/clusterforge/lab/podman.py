@@ -145,13 +145,15 @@ class Podman:
         capabilities: Sequence[str] = (),
         device_cgroup_rules: Sequence[str] = (),
         read_only_paths: Sequence[str] = (),
+        read_only_mounts: Mapping[str, str] | None = None,
     ) -> None:
         """Start a node container: systemd as PID 1 on a static address of the lab network.
 
         devices maps host devices to their path in the node; capabilities are added to
         NODE_CAPABILITIES (e.g. SYS_ADMIN for FUSE mounts); device_cgroup_rules let the node
         open device files it creates itself ('c 195:0 rwm': a GPU of a Slurm worker);
-        read_only_paths are host folders bind-mounted read-only at the same path in the node.
+        read_only_paths are host folders bind-mounted read-only at the same path in the node;
+        read_only_mounts maps host folders to the path they are bind-mounted at, read-only.
         """
         args = [
             "run",
@@ -182,6 +184,8 @@ class Podman:
             args += ["--device-cgroup-rule", rule]
         for path in read_only_paths:
             args += ["--volume", f"{path}:{path}:ro"]
+        for host_path, node_path in (read_only_mounts or {}).items():
+            args += ["--volume", f"{host_path}:{node_path}:ro"]
         self._check(*args, image, "/sbin/init")
 
     def start(self, name: str) -> None:

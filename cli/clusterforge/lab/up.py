@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
-from clusterforge.lab import bare_metal, environment, readiness, test_repo, vault
+from clusterforge.lab import bare_metal, environment, readiness, test_repo, train_env, vault
 from clusterforge.lab.context import LabContext
 from clusterforge.lab.disks import DATA_DISK, LabDisks
 from clusterforge.lab.inventory import is_generated_for, remove_inventory, write_inventory
@@ -305,6 +305,8 @@ def _bring_up(
                     capabilities=node.role.capabilities,
                     device_cgroup_rules=node.role.device_cgroup_rules,
                     read_only_paths=clusterforge_paths(ctx.root) if node.role.clusterforge_checkout else [],
+                    # The training environment, where scripts/setup-train-venv.sh has built it.
+                    read_only_mounts=train_env.mounts(ctx.root) if node.role.accelerator else None,
                 )
                 undo.containers.append(node.container)
                 result.created.append(node.container)

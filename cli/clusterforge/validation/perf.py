@@ -20,10 +20,8 @@ from cfcore.perf_expectations import expectations_for
 from cfcore.perf_pairing import PairIsolator, PlannedPair
 from cfcore.perf_plan import host_info, pair_roles, perf_node
 
-from clusterforge import __version__
-from clusterforge.errors import EnvironmentNotReady, InvalidInput
+from clusterforge.errors import InvalidInput
 from clusterforge.paths import project_root
-from clusterforge.validation.collect import ResultCollector
 from clusterforge.validation.inventory import Inventory, load_inventory
 from clusterforge.validation.results import utc_now
 from clusterforge.validation.runner import run_playbook
@@ -31,10 +29,12 @@ from clusterforge.validation.workflow import (
     RUNNER_DIR,
     Output,
     QuarantineOptions,
-    _progress,
+    accelerator_targets,
+    ansible_run_meta,
     finish,
     preflight,
     prepare_out_dir,
+    run_node_playbook,
 )
 
 PLAYBOOK = "validate_perf.yml"
@@ -63,39 +63,30 @@ def validate_perf_fleet(
 ) -> None:
     started, clock = utc_now(), time.monotonic()
     inventory = load_inventory(inventory_path, limit, allow_scripts=allow_scripts)
-    targets = [host for host in inventory.targets if set(inventory.groups_of(host)) & set(PERF_GROUPS)]
-    if not targets:
-        raise InvalidInput(
-            f"no host of {' or '.join(PERF_GROUPS)} among the targets of {inventory_path}"
-            + (f" (--limit {limit})" if limit else ""),
-            "perf validation benchmarks accelerator nodes: put them in those groups, or widen --limit",
-        )
+    targets = accelerator_targets(
+        inventory,
+        PERF_GROUPS,
+        inventory_path,
+        limit,
+        "perf validation benchmarks accelerator nodes: put them in those groups, or widen --limit",
+    )
     node_skus = preflight(inventory)
     prepare_out_dir(output.out_dir)
     runs: list[dict[str, Any]] = []
     base = {"validate_hosts": ":".join(PERF_GROUPS), "validate_block_on_fail": False}
-
-    with _progress(output.stderr, len(targets)) as advance:
-        collector = ResultCollector(targets, node_skus, LEVEL, on_done=advance)
-        run = run_playbook(
-            project_root() / "playbooks" / PLAYBOOK,
-            inventory.path,
-            output.out_dir / RUNNER_DIR / "local",
-            collector,
-            extravars={**base, "perf_phase": "local"},
-            limit=limit,
-            forks=forks,
-        )
-    runs.append({"phase": "local", "rc": run.rc, "stdout": str(run.stdout_path)})
-    if not collector.heard_from_any() and run.rc != 0:
-        raise EnvironmentNotReady(
-            f"ansible-playbook stopped (rc {run.rc}, {run.status}) before benchmarking any node:\n"
-            + run.stdout_tail(),
-            f"read {run.stdout_path} for the whole output",
-        )
-    results = collector.results(
-        f"no result: ansible-playbook ended (rc {run.rc}) first; see {run.stdout_path}"
+    results, run = run_node_playbook(
+        PLAYBOOK,
+        inventory,
+        targets,
+        node_skus,
+        LEVEL,
+        output,
+        output.out_dir / RUNNER_DIR / "local",
+        {**base, "perf_phase": "local"},
+        limit=limit,
+        forks=forks,
     )
+    runs.append({"phase": "local", "rc": run.rc, "stdout": str(run.stdout_path)})
 
     isolator, info = _isolator(inventory, results, max_rounds)
     pairs_done: list[dict[str, Any]] = []
@@ -128,15 +119,7 @@ def validate_perf_fleet(
         "verdicts": {host: _as_dict(verdict) for host, verdict in sorted(verdicts.items())},
         "links": links,
     }
-    run_meta = {
-        "source": "ansible",
-        "inventory": str(inventory_path),
-        "limit": limit,
-        "level": LEVEL,
-        "started": started,
-        "clusterforge_version": __version__,
-        "ansible_runs": runs,
-    }
+    run_meta = ansible_run_meta(inventory_path, limit, LEVEL, started, ansible_runs=runs)
     finish(results, run_meta, clock, output, inventory=inventory, quarantine=quarantine, perf=perf)
 
 

@@ -118,36 +118,19 @@ def validate_fleet(
     if skip_checks:
         extravars["validate_extra_skip_checks"] = skip_checks
 
-    with _progress(output.stderr, len(inventory.targets)) as advance:
-        collector = ResultCollector(inventory.targets, node_skus, level, on_done=advance)
-        run = run_playbook(
-            project_root() / "playbooks" / "validate.yml",
-            inventory.path,
-            output.out_dir / RUNNER_DIR,
-            collector,
-            extravars=extravars,
-            limit=limit,
-            forks=forks,
-        )
-    if not collector.heard_from_any() and run.rc != 0:
-        raise EnvironmentNotReady(
-            f"ansible-playbook stopped (rc {run.rc}, {run.status}) before validating any node:\n"
-            + run.stdout_tail(),
-            f"read {run.stdout_path} for the whole output",
-        )
-    results = collector.results(
-        f"no result: ansible-playbook ended (rc {run.rc}) first; see {run.stdout_path}"
+    results, run = run_node_playbook(
+        "validate.yml",
+        inventory,
+        inventory.targets,
+        node_skus,
+        level,
+        output,
+        output.out_dir / RUNNER_DIR,
+        extravars,
+        limit=limit,
+        forks=forks,
     )
-    run_meta = {
-        "source": "ansible",
-        "inventory": str(inventory_path),
-        "limit": limit,
-        "level": level,
-        "started": started,
-        "clusterforge_version": __version__,
-        "ansible_rc": run.rc,
-        "ansible_stdout": str(run.stdout_path) if run.stdout_path else None,
-    }
+    run_meta = ansible_run_meta(inventory_path, limit, level, started, run)
     finish(results, run_meta, clock, output, inventory=inventory, quarantine=quarantine)
 
 
@@ -177,6 +160,77 @@ def preflight(inventory: Inventory) -> dict[str, str | None]:
             problems[0].fix,
         )
     return skus
+
+
+def accelerator_targets(
+    inventory: Inventory, groups: tuple[str, ...], inventory_path, limit, fix: str
+) -> list[str]:
+    """The targets of the run in `groups`; InvalidInput (exit 2) naming the groups when there is none."""
+    targets = [host for host in inventory.targets if set(inventory.groups_of(host)) & set(groups)]
+    if not targets:
+        raise InvalidInput(
+            f"no host of {' or '.join(groups)} among the targets of {inventory_path}"
+            + (f" (--limit {limit})" if limit else ""),
+            fix,
+        )
+    return targets
+
+
+def run_node_playbook(
+    playbook: str,
+    inventory: Inventory,
+    targets: list[str],
+    node_skus: dict[str, str | None],
+    level: str,
+    output: Output,
+    runner_dir: Path,
+    extravars: dict[str, Any],
+    *,
+    limit: str | None,
+    forks: int | None,
+):
+    """One playbook whose tasks return `node_result`, over `targets`, with the progress bar: (the node
+    results, a missing one saying why; the run). EnvironmentNotReady when ansible-playbook stopped
+    before any node answered."""
+    with _progress(output.stderr, len(targets)) as advance:
+        collector = ResultCollector(targets, node_skus, level, on_done=advance)
+        run = run_playbook(
+            project_root() / "playbooks" / playbook,
+            inventory.path,
+            runner_dir,
+            collector,
+            extravars=extravars,
+            limit=limit,
+            forks=forks,
+        )
+    if not collector.heard_from_any() and run.rc != 0:
+        raise EnvironmentNotReady(
+            f"ansible-playbook stopped (rc {run.rc}, {run.status}) before validating any node:\n"
+            + run.stdout_tail(),
+            f"read {run.stdout_path} for the whole output",
+        )
+    results = collector.results(
+        f"no result: ansible-playbook ended (rc {run.rc}) first; see {run.stdout_path}"
+    )
+    return results, run
+
+
+def ansible_run_meta(
+    inventory_path, limit, level: str, started: str, run=None, **more: Any
+) -> dict[str, Any]:
+    """report.json's `run` of a fleet validation through Ansible (`run`: the one playbook run, if one)."""
+    meta: dict[str, Any] = {
+        "source": "ansible",
+        "inventory": str(inventory_path),
+        "limit": limit,
+        "level": level,
+        "started": started,
+        "clusterforge_version": __version__,
+    }
+    if run is not None:
+        meta["ansible_rc"] = run.rc
+        meta["ansible_stdout"] = str(run.stdout_path) if run.stdout_path else None
+    return {**meta, **more}
 
 
 @contextmanager

@@ -10,7 +10,9 @@ One implementation for roles k8s_device_plugins and volcano (filters in plugins/
   cfcore/ascend_labels.py (`accelerator`, `workerselector`, `host-arch`, `accelerator-type`);
   InfiniBand HCAs: `clusterforge.io/infiniband=true` (the RDMA shared device plugin's selector).
   A CPU-only node without IB gets no label.
-- `cluster_labels(workers)`: every worker's labels, once (the roles call it run_once).
+- `cluster_labels(workers)`: every worker's labels, once (the roles call it run_once), with the
+  fabric topology labels of cfcore/topology.py (`topology.clusterforge.io/{rack,leaf,spine,
+  nvlink-domain}`) from the worker's `topology` ({rack, leaf, spine, nvlink_domain}).
 - `label_argv(node, labels)`: `kubectl label --overwrite node NAME k=v...` as an argument vector.
 - `volcano_queues(queues)`: the checked `volcano_queues`; `volcano_tiers(tiers, version)`: the
   scheduler's tiers, default or given, `network-topology-aware` only where the version has it.
@@ -24,6 +26,7 @@ import re
 
 from .ascend_labels import node_labels as ascend_node_labels
 from .inputs import InputError
+from .topology import node_labels as topology_labels
 
 NVIDIA_PRESENT = "nvidia.com/gpu.present"
 NVIDIA_PRODUCT = "nvidia.com/gpu.product"
@@ -120,7 +123,8 @@ def worker_labels(accelerators, architecture, hcas=None) -> dict:
 
 
 def cluster_labels(workers) -> list:
-    """[{node, labels}] sorted by node, for [{host, node_name?, accelerators, architecture, hcas}]."""
+    """[{node, labels}] sorted by node, for [{host, node_name?, accelerators, architecture, hcas,
+    topology?}]."""
     result = []
     seen: dict = {}
     for worker in workers or []:
@@ -140,6 +144,7 @@ def cluster_labels(workers) -> list:
         seen[name] = host
         try:
             labels = worker_labels(worker["accelerators"], worker.get("architecture"), worker.get("hcas"))
+            labels.update(topology_labels(**(worker.get("topology") or {})))
         except InputError as err:
             raise InputError(f"{host}: {err.message}", err.fix) from None
         result.append({"node": name, "host": host, "labels": labels})

@@ -9,6 +9,7 @@
 - `build_cluster`: every NodeName line, the partitions, GresTypes and each node's gres.conf lines,
   computed once for the whole cluster;
 - `munge_key_bytes`: `slurm_munge_key` (base64 of at least 32 bytes) -> the key file's bytes;
+- `hostlist`: node names -> a compressed Slurm hostlist expression (`gpu-[01-03,07]`);
 - `restart_reasons` / `needs_restart`: does a slurm.conf change need the daemons restarted, or is
   `scontrol reconfigure` enough.
 
@@ -436,6 +437,44 @@ def build_cluster(
         "names": names,
         "kept": kept,
     }
+
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def hostlist(names) -> str:
+    """Node names as one compressed Slurm hostlist expression: `gpu-01,gpu-02,gpu-03,gpu-07,ctl` ->
+    `ctl,gpu-[01-03,07]`.
+
+    Names are grouped by the text before their trailing number and by that number's digit count,
+    so zero padding survives the round trip (`n[09-10]` is n09 and n10; n9 and n10 stay apart).
+    Names without a trailing number are listed as they are. Sorted, duplicates dropped.
+    """
+    groups, plain = {}, set()
+    for name in names or []:
+        text = str(name)
+        match = _NUMBERED.match(text)
+        if match is None:
+            plain.add(text)
+            continue
+        prefix, digits = match.groups()
+        groups.setdefault((prefix, len(digits)), set()).add(int(digits))
+    parts = sorted(plain)
+    for (prefix, width), numbers in sorted(groups.items()):
+        ordered = sorted(numbers)
+        if len(ordered) == 1:
+            parts.append(f"{prefix}{ordered[0]:0{width}d}")
+            continue
+        ranges, start, last = [], ordered[0], ordered[0]
+        for number in [*ordered[1:], None]:
+            if number is not None and number == last + 1:
+                last = number
+                continue
+            ranges.append(f"{start:0{width}d}" if start == last else f"{start:0{width}d}-{last:0{width}d}")
+            if number is not None:
+                start = last = number
+        parts.append(f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
 
 
 def munge_key_bytes(value) -> bytes:

@@ -158,6 +158,13 @@ FORMATS = {
     # HDK firmware: four to six numbers (7.7.0.6.236).
     "ascend_firmware_version": VersionFormat(r"[0-9]+(\.[0-9]+){3,5}", "7.7.0.6.236"),
     "ppu_sdk_version": VersionFormat(r"[0-9]+\.[0-9]+\.[0-9]+", "2.1.1"),
+    # The training frameworks (docs/design.md, "Framework readiness"): PyTorch as pip numbers it
+    # (without the local +cu128 part: the CUDA of the build is pytorch_cuda_version), torch_npu
+    # (<PyTorch version>[.postN|rcN]) and MindSpore.
+    "pytorch_version": VersionFormat(r"[0-9]+\.[0-9]+\.[0-9]+", "2.6.0"),
+    "pytorch_cuda_version": VersionFormat(r"[0-9]{2}\.[0-9]{1,2}", "12.6"),
+    "torch_npu_version": VersionFormat(r"[0-9]+\.[0-9]+\.[0-9]+(\.?(post|rc)[0-9]+)?", "2.6.0.post3"),
+    "mindspore_version": VersionFormat(r"[0-9]+\.[0-9]+\.[0-9]+(-?rc[0-9]+)?", "2.7.1"),
 }
 
 

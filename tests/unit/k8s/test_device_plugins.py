@@ -177,6 +177,10 @@ def test_example_daemonsets_select_on_the_labels_the_role_sets(example):
         # The facts of the example's Ascend hosts are those of a Kunpeng (aarch64) server.
         "host-arch": HOST_ARCH[architecture_of("atlas-800t-a2")],
         "workerselector": "dls-worker-node",
+        # The fabric topology of the inventory (cfcore/topology.py).
+        "topology.clusterforge.io/rack": "r2",
+        "topology.clusterforge.io/leaf": "leaf-r2",
+        "topology.clusterforge.io/spine": "spine-1",
     }
     assert plan[0]["argv"][:5] == ["kubectl", "label", "--overwrite", "node", "gpu-r1-n01"]
     for name in ("nvidia-device-plugin.yaml", "ascend-device-plugin.yaml", "rdma-shared-device-plugin.yaml"):

@@ -70,6 +70,9 @@ def test_hosts_follow_the_inventory_model(nodes, access):
         "ansible_host": "10.89.100.13",
         "node_sku": "hgx-h100-8gpu",
         "rack": "lab-r1",
+        # gpu-01 and gpu-03 share leaf 1 (lab/model.py fabric_of): name order is not topology order
+        "leaf": "lab-leaf-2",
+        "spine": "lab-spine-1",
         "hwreplay_profile": "h100-xid79",
         "sysfs_root": "/opt/hwreplay/sysroot",
     }
@@ -81,6 +84,14 @@ def test_hosts_follow_the_inventory_model(nodes, access):
     )
     assert [d["address"] for d in npu2["hccn_devices"]] == [f"192.168.100.{i}" for i in range(18, 26)]
     assert "hccn_devices" not in hosts["lab-gpu-01"]
+    assert {host: (v.get("leaf"), v.get("spine")) for host, v in hosts.items()} == {
+        "lab-ctl-01": (None, None),  # front-end network only
+        "lab-gpu-01": ("lab-leaf-1", "lab-spine-1"),
+        "lab-gpu-02": ("lab-leaf-2", "lab-spine-1"),
+        "lab-npu-01": ("lab-leaf-3", "lab-spine-1"),
+        "lab-npu-02": ("lab-leaf-3", "lab-spine-1"),
+        "lab-sto-01": (None, None),
+    }
 
 
 def test_every_other_node_takes_its_time_from_the_control_node(nodes, access):
@@ -105,6 +116,8 @@ def test_bom_and_connection_vars(nodes, access):
         "ascend_docker_runtime_version": "7.0.0",
         "npu_exporter_version": "6.0.0",
         "os_release": "debian 12",
+        "pytorch_version": "2.13.0",
+        "pytorch_cuda_version": "12.6",
     }
     # No container engine on lab nodes yet: Ascend Docker Runtime waits for one.
     # Containers on the host's kernel: no kernel headers (nor in the lab's offline bundle).

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from clusterforge.main import main
 from clusterforge.validation import perf as perf_workflow
+from clusterforge.validation import workflow
 
 RAILS = [f"mlx5_{i}" for i in range(8)]
 
@@ -119,7 +120,8 @@ class _Run:
 
 
 def run_perf(tmp_path, monkeypatch, fleet: Fleet, *extra: str) -> tuple[int, dict]:
-    monkeypatch.setattr(perf_workflow, "run_playbook", fleet)
+    monkeypatch.setattr(perf_workflow, "run_playbook", fleet)  # the pairs phases
+    monkeypatch.setattr(workflow, "run_playbook", fleet)  # the local phase (workflow.run_node_playbook)
     out = tmp_path / "out"
     code = run_cli(
         "-i", str(inventory(tmp_path)), "--level", "perf", "--out", str(out), "--format", "json", *extra

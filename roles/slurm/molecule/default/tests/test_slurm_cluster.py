@@ -118,9 +118,28 @@ def test_node_line_repeats_slurmd_c(host):
 
 def test_same_slurm_conf_everywhere(host):
     on(host, CONTROLLER)
-    mine = host.file("/etc/slurm/slurm.conf").sha256sum
-    for worker in WORKERS:
-        assert cfmol.other_node(host, worker).file("/etc/slurm/slurm.conf").sha256sum == mine
+    for name in ("slurm.conf", "topology.conf"):
+        mine = host.file(f"/etc/slurm/{name}").sha256sum
+        for worker in WORKERS:
+            assert cfmol.other_node(host, worker).file(f"/etc/slurm/{name}").sha256sum == mine, name
+
+
+def test_topology_has_both_leaves_under_a_root(host):
+    """topology.conf from the inventory's leaf: each worker on its leaf, and the root switch above
+    the two (no spine declared) so that one job can span both: srun -N2 runs on both."""
+    on(host, CONTROLLER)
+    assert re.search(r"^TopologyPlugin\s*=\s*topology/tree$", root(host, "scontrol show config"), re.M)
+    rows = [fields(line) for line in root(host, "scontrol show topology").splitlines()]
+    switches = {row["SwitchName"]: row for row in rows if "SwitchName" in row}
+    assert set(switches) == {"cfmol-leaf-1", "cfmol-leaf-2", "root"}, switches
+    assert switches["cfmol-leaf-1"]["Nodes"] == WORKERS[0]
+    assert switches["cfmol-leaf-2"]["Nodes"] == WORKERS[1]
+    assert root(host, "scontrol show hostnames %s", switches["root"]["Switches"]).split() == [
+        "cfmol-leaf-1",
+        "cfmol-leaf-2",
+    ]
+    out = as_alice(host, "srun --nodes=2 --ntasks-per-node=1 --time=1 --chdir=/tmp hostname -s")
+    assert sorted(out.split()) == sorted(WORKERS)
 
 
 def test_gres_conf_names_the_gpu_devices(host):
