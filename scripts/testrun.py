@@ -50,6 +50,9 @@ class Part:
     needs: tuple[str, ...] = ()
     budget_s: int = 0
     cores: int = 1  # how much of the machine it keeps busy (the scheduler's unit)
+    # The critical path (the lab) runs at normal priority; the parts beside it are niced, so they
+    # take the cores the lab leaves idle instead of slowing it down (its nodes inherit the priority).
+    nice: int = 10
     group: str = ""  # lint, unit, molecule, lab, setup: what the command line selects
     stack: str = ""  # the stack whose CI budget it counts towards (Molecule)
     lock: str = ""  # parts with the same lock never run at once (a role's scenarios share names)
@@ -100,28 +103,37 @@ def stack_of(role: str) -> str:
     return next((stack for stack, roles in STACKS.items() if role in roles.split()), role)
 
 
+def setup_part(name: str, script: str, needs: tuple[str, ...], budget_s: int) -> Part:
+    """A set-up step: everything waits on it, so it runs at normal priority and its failure is exit 4."""
+    return Part(name, [f"scripts/{script}"], needs, budget_s, group="setup", setup=True, nice=0)
+
+
 def plan(lab_modules: list[str] | None = None) -> list[Part]:
     """Every part of a full run, in the order the scheduler prefers when several are ready."""
     venv = ROOT / ".venv" / "bin"
-    host, pyenv, tools, image = (
+    host, pyenv, tools, image, train = (
         "setup: host packages",
         "setup: python venv",
         "setup: promtool, amtool",
         "setup: node image",
+        "setup: training venv",
     )
     lab_argv = [f"{venv}/pytest", "-q", "-m", "lab", "-p", "no:cacheprovider", "--durations=25"]
     parts = [
-        Part(host, ["scripts/setup-host.sh"], budget_s=180, group="setup", setup=True),
-        Part(pyenv, ["scripts/setup-venv.sh"], needs=(host,), budget_s=180, group="setup", setup=True),
-        Part(tools, ["scripts/setup-tools.sh"], needs=(pyenv,), budget_s=60, group="setup", setup=True),
-        Part(image, ["scripts/build-node-image.sh"], needs=(host,), budget_s=300, group="setup", setup=True),
+        setup_part(host, "setup-host.sh", (), 180),
+        setup_part(pyenv, "setup-venv.sh", (host,), 180),
+        setup_part(tools, "setup-tools.sh", (pyenv,), 60),
+        setup_part(image, "build-node-image.sh", (host,), 300),
+        # `lab up` mounts it on the accelerator nodes (test_framework_lab.py): built beside the venv.
+        setup_part(train, "setup-train-venv.sh", (host,), 120),
         # The critical path: first in line once the image exists.
         Part(
             "lab integration",
             [*lab_argv, *(lab_modules or ["tests/integration"])],
-            needs=(tools, image),
+            needs=(tools, image, train),
             budget_s=2700,
             group="lab",
+            nice=0,
         ),
         # CPU-bound: both cores (measured 392 s -> 257 s on 2 cores), while the image builds.
         Part(
@@ -216,7 +228,13 @@ def stamp(t0: float) -> str:
 def start(part: Part, env: dict) -> None:
     log = log_path(part).open("w")
     part.proc = subprocess.Popen(
-        part.argv, cwd=part.cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        part.argv,
+        cwd=part.cwd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=(lambda: os.nice(part.nice)) if part.nice else None,
     )
     log.close()
     part.state, part.started = "running", time.monotonic()

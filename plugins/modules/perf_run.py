@@ -9,14 +9,14 @@ module: perf_run
 short_description: Run NCCL, HCCL, perftest, nvbandwidth and storage benchmarks and judge them
 description:
   - The node side of C(clusterforge validate --level perf) (docs/design.md, "Multi-node performance
-    validation"). Loads the accelerators and the fabric for minutes: run it on idle or drained nodes only.
+    validation"). Loads the accelerators and the fabric for minutes, so run it on idle or drained nodes only.
   - C(mode=local) runs the single-node tests and returns a C(node_result) like node_validate's (checks
     C(perf.busy), C(perf.nccl_local), C(perf.nvbandwidth), C(perf.ib_loopback), C(perf.hccl_local),
     C(perf.storage)). On a Slurm worker (C(slurm_node)) a node that runs jobs gets C(perf.busy) error and
     no benchmark.
   - C(mode=serve) starts one C(ib_write_bw) server per rail of a pair (port C(ib_base_port) + the rail's
     index in C(rails)), each serving one client, and returns their ends (run it asynchronously).
-  - C(mode=pair) is the client side of a pair with C(peer): C(ib_write_bw) per rail (retried while the
+  - C(mode=pair) is the client side of a pair with C(peer), running C(ib_write_bw) per rail (retried while the
     server is not listening yet), NCCL across both nodes (rail C(nccl), through mpirun) and
     C(hccn_tool -ping) per NPU NIC (rails C(npuN)); returns C(pair_result).
   - A tool that is missing, times out or prints something else than its output makes its check or rail
@@ -106,7 +106,7 @@ options:
     type: int
     default: 300
   peer:
-    description: Pair mode, the other node C({name, address, npu_nics: {id: address}}).
+    description: "Pair mode, the other node: C({name, address, npu_nics: {id: address}})."
     type: dict
   self:
     description: Pair mode, this node's inventory name (reported in pair_result).

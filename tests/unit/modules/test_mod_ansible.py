@@ -377,3 +377,23 @@ def test_node_validate_documents_every_option_and_return_value():
     assert set(documentation["options"]) == set(spec)
     assert documentation["options"]["metrics_textfile_dir"]["type"] == spec["metrics_textfile_dir"]["type"]
     assert {"status", "node_result", "metrics_file", "metrics_note"} <= set(returned)
+
+
+@pytest.mark.parametrize(
+    "module", sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
+)
+def test_every_module_documentation_parses(module):
+    """DOCUMENTATION, EXAMPLES and RETURN of every module are YAML (ansible-doc and ansible-lint read
+    them; perf_run's did not parse once, and only ansible-lint's log said so)."""
+    tree = ast.parse((ROOT / "plugins" / "modules" / f"{module}.py").read_text())
+    found = {
+        node.targets[0].id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+        if isinstance(node.value, ast.Constant)
+    }
+    documentation = yaml.safe_load(found["DOCUMENTATION"])
+    assert documentation["module"] == module
+    for name in ("EXAMPLES", "RETURN"):
+        if name in found:
+            yaml.safe_load(found[name])
