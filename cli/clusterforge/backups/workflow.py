@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cfcore import backup_set
-from cfcore.inputs import InputError
+from cfcore.inputs import InputError, plain_problem
 
 from clusterforge import __version__
 from clusterforge.errors import ChecksFailed, EnvironmentNotReady, InvalidInput
@@ -266,7 +266,15 @@ def locate_set(source: str, target: Target | None, inventory: Any, extra_vars: d
 
 def verified_manifest(set_dir: Path, components: list[str] | None) -> dict[str, Any]:
     """The set's manifest, after every item (of `components`) matched its sha256 and size; a bad
-    or missing item refuses the restore before anything runs."""
+    or missing item refuses the restore before anything runs. The set's folder and id reach the
+    restore playbooks as extra variables (templated by ansible-playbook): both must be plain, and
+    the id is the folder's name (load_manifest)."""
+    problem = plain_problem(str(set_dir), backup_set.SET_DIR_FORM)
+    if problem:
+        raise InvalidInput(
+            f"the set folder {str(set_dir)!r} {problem}: it would reach the restore playbooks as a template",
+            "move the set to a folder whose path is one line without {{, {% or {#, and restore from there",
+        )
     try:
         data = backup_set.load_manifest(str(set_dir))
     except backup_set.BackupSetError as err:

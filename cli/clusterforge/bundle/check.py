@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from cfcore.bundle import Manifest, closure_files, outside_urls, points_into
+from cfcore.bundle import BundleError, Manifest, closure_files, outside_urls, points_into
 
 from clusterforge.bundle.build import PYPI_SIMPLE
 from clusterforge.bundle.needs import Needs, compute_needs
@@ -109,7 +109,10 @@ def fetch_manifest(bundle_url: str) -> Manifest:
             f"the bundle server does not answer {url}: {getattr(err, 'reason', None) or err}",
             "start it on the bastion (clusterforge bundle serve DIR) and check the nodes' route to it",
         ) from None
-    return Manifest.from_dict(data)
+    try:
+        return Manifest.from_dict(data, url)
+    except BundleError as err:
+        raise InvalidInput(err.message, err.fix) from None
 
 
 def _outside(inventory: Any, needs: Needs, bundle_url: str) -> list[str]:

@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
+import stat
 import threading
 import urllib.parse
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import yaml
-from cfcore.bundle import Manifest, bundle_url_for, verify, write_apt_index, write_simple_index
+from cfcore.bundle import (
+    BundleError,
+    Manifest,
+    bundle_url_for,
+    refuse_links,
+    target_issues,
+    verify,
+    write_apt_index,
+    write_simple_index,
+)
+from cfcore.inputs import is_template
 
 from clusterforge.bundle.build import PYPI_FILES, PYPI_SIMPLE, _entry
 from clusterforge.bundle.needs import DEBIAN_FAMILY
@@ -27,8 +40,13 @@ PIP_ENVIRONMENT_OF = {"cann_pip_index_url": "cann_pip_environment"}
 
 
 def prepare(bundle: Path) -> Manifest:
-    """Verify the bundle (ChecksFailed naming every bad file) and regenerate its indexes."""
+    """Verify the bundle (ChecksFailed naming every bad file) and regenerate its indexes.
+
+    BundleError (bad input) for a bundle with a symbolic link anywhere (the indexes are written
+    into its folders, never through a link) or a target that is not plain (Manifest.load).
+    """
     manifest = Manifest.load(bundle)
+    refuse_links(str(bundle))
     problems = verify(bundle, manifest)
     if problems:
         listed = "\n".join(f"  {p.path}: {p.kind} ({p.detail})" for p in problems[:50])
@@ -56,6 +74,9 @@ def bundle_vars(manifest: Manifest, bundle_url: str) -> tuple[dict[str, Any], li
     group_vars/all value: it is left out and named, to be set per group.
     """
     bundle_url = bundle_url.rstrip("/")
+    issues = [issue for name, target in manifest.targets.items() for issue in target_issues(name, target)]
+    if issues:  # Manifest.load refuses these too: a manifest made otherwise is checked here
+        raise BundleError(f"bundle.json: {'; '.join(issues[:10])}", "rebuild the bundle")
     found: dict[str, Any] = {"cf_bundle_url": bundle_url, "base_os_repositories": {}}
     urls: dict[str, set[str]] = {}
     index_vars: set[str] = set()
@@ -77,6 +98,11 @@ def bundle_vars(manifest: Manifest, bundle_url: str) -> tuple[dict[str, Any], li
         found[var] = f"{bundle_url}/{PYPI_SIMPLE}/"
         if bundle_url.startswith("http://") and var in PIP_ENVIRONMENT_OF:
             found[PIP_ENVIRONMENT_OF[var]] = {"PIP_TRUSTED_HOST": host}
+    if is_template(found):  # group_vars are templated at every playbook: not one template in them
+        raise BundleError(
+            f"the bundle variables for {bundle_url} would hold template syntax ({{{{, {{% or {{#)",
+            "pass --url as a plain http://HOST:PORT URL, and rebuild the bundle",
+        )
     return found, conflicts
 
 
@@ -96,13 +122,42 @@ def render_vars(found: dict[str, Any], bundle: Path) -> str:
     return header + yaml.safe_dump(found, sort_keys=True, default_flow_style=False)
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+def servable(root: str, path: str, folder: bool = False) -> bool:
+    """Whether the server may answer with `path`: a regular file (or with `folder`, a folder) inside
+    `root` (resolved) reached through no symbolic link. A link in the bundle, to a 0600 file or to
+    /etc, is never served, whatever was checked when the server started."""
+    if os.path.realpath(path) != os.path.normpath(path) or not path.startswith(root.rstrip(os.sep) + os.sep):
+        return False
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+
+
+class _BundleHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the bundle's regular files (a folder's index.html for its URL), no link, no listing."""
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a fleet's apt requests would flood the terminal; errors reach the clients
 
+    def send_head(self) -> Any:
+        path = self.translate_path(self.path)
+        folder = os.path.isdir(path)
+        if folder and urllib.parse.urlsplit(self.path).path.endswith("/"):
+            path, folder = os.path.join(path, "index.html"), False
+        if not servable(self.directory, path, folder):
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
+        return super().send_head()
+
+    def list_directory(self, path: Any) -> Any:
+        self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+        return None
+
 
 def make_server(bundle: Path, bind: str, port: int) -> http.server.ThreadingHTTPServer:
-    handler = functools.partial(_QuietHandler, directory=str(bundle))
+    handler = functools.partial(_BundleHandler, directory=os.path.realpath(bundle))
     server = http.server.ThreadingHTTPServer((bind, port), handler)
     server.daemon_threads = True
     return server

@@ -105,13 +105,14 @@ def verify_command(directory: str, inventory: str | None, limit: str | None) -> 
     Exit 0 when complete, 3 when a file is corrupt or missing or a need is not
     in the bundle (each named), 2 on bad input.
     """
-    from cfcore.bundle import BundleError, Manifest, closure_files, verify
+    from cfcore.bundle import BundleError, Manifest, closure_files, refuse_links, verify
 
     root = Path(directory)
     try:
         manifest = Manifest.load(root)
+        refuse_links(str(root))
     except BundleError as err:
-        raise InvalidInput(str(err), getattr(err, "fix", None)) from None
+        raise InvalidInput(err.message, err.fix) from None
     problems = [f"{p.path}: {p.kind} ({p.detail})" for p in verify(root, manifest)]
     checked = len([f for f in manifest.files.values() if f.kind != "index"])
     if inventory:
@@ -179,9 +180,9 @@ def serve_command(directory: str, bind: str, port: int, url: str | None, vars_ou
 
     try:
         manifest = prepare(root)
+        found, conflicts = bundle_vars(manifest, url)
     except BundleError as err:
-        raise InvalidInput(str(err), getattr(err, "fix", None)) from None
-    found, conflicts = bundle_vars(manifest, url)
+        raise InvalidInput(err.message, err.fix) from None
     text = render_vars(found, root)
     if vars_out:
         Path(vars_out).write_text(text)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfcore.inputs import plain_problem
+
 from clusterforge.errors import InvalidInput
 
 DEFAULT_LEDGER = Path(".clusterforge") / "runs"
@@ -60,6 +62,11 @@ def read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} is not a ledger file (not a JSON object)", "check the ledger folder")
     return data
+
+
+def is_run_id(name: Any) -> bool:
+    """A run id of new_run_id's form (what reaches a playbook as upgrade_node_run_id)."""
+    return plain_problem(name, _ID) is None
 
 
 def new_run_id(kind: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from cfcore.inputs import InputError
+from cfcore.inputs import VERSION_FORM, InputError, plain_problem
 from cfcore.upgrade_plan import (
     COMPONENTS,
     DEFAULT_COMPONENT,
@@ -54,6 +54,13 @@ class PlanOptions:
     domain_share: Limit = DEFAULT_DOMAIN_SHARE
 
     def __post_init__(self) -> None:
+        # The target reaches playbooks/upgrade.yml as an extra variable (templated there): a version only.
+        problem = plain_problem(self.target, VERSION_FORM)
+        if problem:
+            raise InvalidInput(
+                f"--to {self.target!r}: the target version {problem}",
+                "pass --to VERSION: letters, digits and . + ~ _ - (e.g. 570.133.20)",
+            )
         # Limits may come as text or as dataclasses.asdict() left them (a run's record): Limits again.
         self.max_unavailable = _as_limit(self.max_unavailable)
         self.floor = _as_limit(self.floor)

@@ -16,14 +16,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cfcore.inputs import InputError
+from cfcore.inputs import VERSION_FORM, InputError, plain_problem
 from cfcore.upgrade_plan import COMPONENTS, Limit, Plan
 
 from clusterforge.bringup.recorder import StageRecorder
 from clusterforge.bringup.workflow import inventory_sha256, refuse_running
 from clusterforge.errors import ChecksFailed, ClusterForgeError, InvalidInput
 from clusterforge.paths import project_root
-from clusterforge.runs.ledger import Ledger, Run, controller, read_json, write_json_atomic
+from clusterforge.runs.ledger import Ledger, Run, controller, is_run_id, read_json, write_json_atomic
 from clusterforge.upgrade.plan import PlanOptions, build_plan
 from clusterforge.validation.inventory import checked_inventory
 from clusterforge.validation.results import utc_now
@@ -71,7 +71,9 @@ def start(options: RunOptions, ledger: Ledger, say: Callable[[str], None],
     if installed is None:
         from clusterforge.upgrade.versions import installed_versions
 
-        installed = installed_versions(options.inventory, options.plan.component, options.limit)
+        installed = installed_versions(
+            options.inventory, options.plan.component, options.limit, note=lambda text: say(f"note: {text}")
+        )
     plan = build_plan(inventory, options.plan, installed)
     if not plan.batches:
         raise InvalidInput(
@@ -119,6 +121,7 @@ def rollback(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed
             f"{', '.join(missing[:5])} of run {original.id} are no longer in {options.inventory}",
             "put them back in the inventory, or roll them back by hand",
         )
+    _refuse_unplain_versions(original, nodes, done)
     # Every done node goes back (none is "current"), within the run's own limits.
     plan = build_plan(inventory, options.plan, {host: None for host in done})
     versions = {host: str(nodes[host]["from"]) for host in done}
@@ -147,8 +150,50 @@ def resume(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed: 
     plan = Plan.from_dict(read_json(run.path / PLAN_FILE))
     options = RunOptions(**{**record["options"], "plan": PlanOptions(**record["options"]["plan"])})
     options.inventory = record["inventory"]["path"]
+    nodes = read_nodes(run)
+    # What the resumed batches hand to the playbook as extra variables (templated there): plain only.
+    if not is_run_id(run.id) or record.get("component") not in COMPONENTS:
+        raise InvalidInput(
+            f"run {run.id!r} (component {record.get('component')!r}) is not an upgrade run this ledger wrote",
+            "resume a run that `clusterforge runs list` shows, or start a new one",
+        )
+    _refuse_unplain_versions(
+        run, nodes, [h for h, n in nodes.items() if n.get("status") in (PENDING, RUNNING)]
+    )
     say(f"resuming run {run.id} (attempt {len(record['attempts']) + 1}); ledger {run.path}")
-    return _execute(run, record, plan, read_nodes(run), options, limit, say)
+    return _execute(run, record, plan, nodes, options, limit, say)
+
+
+def _unplain(node: dict[str, Any]) -> list[str]:
+    """What of a node's record must not reach playbooks/upgrade.yml: its versions ("to", and "from"
+    unless unknown) not of the version form, its phase not one of PHASES."""
+    found = []
+    for key in ("to", "from"):
+        value = node.get(key)
+        if key == "from" and value is None:
+            continue
+        problem = plain_problem(value, VERSION_FORM)
+        if problem:
+            found.append(f"{key} {value!r} {problem}")
+    if node.get("phase") is not None and node.get("phase") not in PHASES:
+        found.append(f"phase {node.get('phase')!r} is not one of {', '.join(PHASES)}")
+    return found
+
+
+def _refuse_unplain_versions(run: Run, nodes: dict[str, dict[str, Any]], hosts: list[str]) -> None:
+    """InvalidInput naming each nodes/<host>.json of `hosts` whose versions or phase are not plain."""
+    bad = [
+        f"{node_file(run, host)}: {'; '.join(_unplain(nodes[host]))}"
+        for host in hosts
+        if _unplain(nodes[host])
+    ]
+    if bad:
+        raise InvalidInput(
+            f"run {run.id}'s ledger holds node values that must not reach the playbook, so nothing ran:\n"
+            + "\n".join(f"  {line}" for line in bad[:20]),
+            "a version is letters, digits and . + ~ _ - (e.g. 570.133.20); take these nodes on with a "
+            "new run: clusterforge upgrade run -i INV --to VERSION --limit HOSTS",
+        )
 
 
 # ---------------------------------------------------------------------- batches ----
@@ -271,7 +316,24 @@ def _run_batch(
     attempt: int,
     say: Callable[[str], None],
 ) -> str:
-    """One ansible-playbook for the batch's nodes, their records following its events; runner's status."""
+    """One ansible-playbook for the batch's nodes, their records following its events; runner's status.
+
+    A node whose versions are not plain (an installed version read from the node that is free
+    text, a template) fails here, untouched: its values never reach the playbook's extra variables.
+    """
+    ready = []
+    for host in todo:
+        why = _unplain(nodes[host])
+        if not why:
+            ready.append(host)
+            continue
+        message = f"not upgraded, the node is untouched: {'; '.join(why)}"
+        nodes[host].update(status=FAILED, ended=utc_now(), failed_task=None, message=message)
+        write_node(run, nodes[host])
+        say(f"  {host} failed before the playbook: {message}")
+    todo = ready
+    if not todo:
+        return "successful"
     start_phase = {h: nodes[h]["phase"] for h in todo if nodes[h]["status"] == RUNNING and nodes[h]["phase"]}
     for host in todo:
         nodes[host].update(status=RUNNING, attempt=attempt, started=nodes[host]["started"] or utc_now())
@@ -357,7 +419,14 @@ def write_node(run: Run, node: dict[str, Any]) -> None:
 def read_nodes(run: Run) -> dict[str, dict[str, Any]]:
     """host -> its record, in plan order (batch, then the order of the batch)."""
     folder = run.path / NODES_DIR
-    nodes = [read_json(p) for p in folder.glob("*.json")] if folder.is_dir() else []
+    nodes = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        node = read_json(path)
+        if node.get("host") != path.stem:  # write_node writes where the record's host says
+            raise InvalidInput(
+                f"{path}: host {node.get('host')!r} is not the file's name", "check the run's ledger folder"
+            )
+        nodes.append(node)
     order = {h: i for i, h in enumerate(run.read().get("hosts") or [])}
     return {n["host"]: n for n in sorted(nodes, key=lambda n: order.get(n["host"], len(order)))}
 

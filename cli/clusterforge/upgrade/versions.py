@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cfcore.inputs import VERSION_FORM, plain_problem
 
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
 from clusterforge.paths import project_root
@@ -73,7 +74,15 @@ def installed_versions(
             "check that the hosts are reachable (ansible -i INV -m ping GROUP), or pass --installed FILE",
         )
     _note_unknown(hosts, versions, custom.get(UNREAD_KEY) or {}, unreachable, note)
-    return {host: _version(versions.get(host)) for host in hosts}
+    found = {host: _version(versions.get(host)) for host in hosts}
+    for host, version in found.items():
+        problem = plain_problem(version, VERSION_FORM) if version is not None else None
+        if problem:  # free text from the node (version.info's Version=): never a playbook's variable
+            note(
+                f"{host}: the installed version read from the node ({version!r}) {problem}; "
+                "`upgrade run` stops this node untouched"
+            )
+    return found
 
 
 def _note_unknown(
@@ -125,5 +134,11 @@ def read_installed_file(path: str | Path) -> dict[str, str | None]:
                 f"--installed {path}: the version of {host} is a {type(version).__name__}, not a version",
                 "give each host one version string (or null when unknown)",
             )
-        installed[str(host)] = _version(version)
+        installed[str(host)] = read = _version(version)
+        problem = plain_problem(read, VERSION_FORM) if read is not None else None
+        if problem:
+            raise InvalidInput(
+                f"--installed {path}: the version of {host} ({read!r}) {problem}",
+                "give each host one version (letters, digits and . + ~ _ -, e.g. 570.124.06), or null",
+            )
     return installed

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .checksums import Problem, digests, parallel_map, safe_relpath, verify_files
 from .files import UnsafeFile, read_text, write_atomic
-from .inputs import InputError
+from .inputs import InputError, plain_problem
 
 SCHEMA = 1
 MANIFEST_NAME = "manifest.json"
@@ -32,7 +32,11 @@ CIPHER = {"cipher": "aes-256-cbc", "kdf": "pbkdf2-sha256", "iter": 200000, "tool
 MIN_KEY_LENGTH = 32
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 STALE_PARTIAL_S = 24 * 3600
-_SET_ID = re.compile(r"^\d{8}T\d{6}Z$")
+# The one form of a set id (new_set_id's): a set's folder name and its manifest's `id`, and the
+# only form of it that reaches a playbook (restore_set_id).
+SET_ID_FORM = re.compile(r"[0-9]{8}T[0-9]{6}Z")
+# A set folder as the restore passes it (restore_set_dir): absolute, no template, one line.
+SET_DIR_FORM = re.compile(r"/.*")
 
 
 class BackupSetError(InputError):
@@ -149,8 +153,8 @@ def new_set_id(now: float | None = None) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
 
 
-def is_set_id(name: str) -> bool:
-    return bool(_SET_ID.match(name))
+def is_set_id(name) -> bool:
+    return plain_problem(name, SET_ID_FORM) is None
 
 
 def partial_name(set_id: str) -> str:
@@ -229,6 +233,12 @@ def load_manifest(set_dir: str) -> dict:
     issues = _manifest_issues(data)
     if issues:
         raise BackupSetError(f"{path}: {'; '.join(issues)}", fix)
+    folder = os.path.basename(os.path.normpath(os.path.abspath(set_dir)))
+    if data["id"] != folder:
+        raise BackupSetError(
+            f"{path}: id {data['id']!r} is not the set's folder name {folder!r}",
+            "restore the set from the folder its backup made (named by its id), or from another set",
+        )
     return data
 
 
@@ -240,6 +250,9 @@ def _manifest_issues(data) -> list[str]:
     issues = [f"{key} is missing" for key in ("id", "components", "items") if key not in data]
     if issues:
         return issues
+    problem = plain_problem(data["id"], SET_ID_FORM)
+    if problem:
+        issues.append(f"id {data['id']!r} {problem} (a set id is YYYYmmddTHHMMSSZ)")
     if not isinstance(data["components"], dict):
         issues.append("components is not a mapping")
     if not isinstance(data["items"], list):

@@ -42,7 +42,7 @@ from .checksums import (
     verify_files,
 )
 from .files import UnsafeFile, read_bytes, write_atomic
-from .inputs import InputError, is_template
+from .inputs import InputError, is_template, plain_problem
 
 FORMAT = 1
 MANIFEST_NAME = "bundle.json"
@@ -55,6 +55,46 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 # The preflight's URL variables: `*_base_url` and `*_index_url` end in `_url` too.
 URL_VARIABLE_SUFFIX = "_url"
 BUNDLE_URL_VARIABLE = "cf_bundle_url"
+# The variables a target's `url_vars` may set (`bundle serve` writes them into group_vars/all):
+# every `url_var` a role's tasks/bundle.yml names (tests/unit/bundle keeps this list whole), never
+# cf_bundle_url, nor any other variable a hostile bundle.json would like to set.
+URL_VARIABLES = frozenset(
+    {
+        "alertmanager_archive_url",
+        "ascend_package_url",
+        "cann_repo_apt_keyring_url",
+        "cann_repo_yum_url",
+        "containerd_release_unit_url",
+        "containerd_release_url",
+        "exporters_node_exporter_archive_url",
+        "grafana_package_url",
+        "juicefs_download_url",
+        "k8s_binary_base_url",
+        "k8s_cni_manifest_url",
+        "k8s_crictl_url",
+        "nccl_tests_url",
+        "nvidia_container_toolkit_repo_key_url",
+        "nvidia_container_toolkit_repo_url",
+        "nvidia_cuda_repo_base_url",
+        "nvidia_cuda_repo_key_url",
+        "nvidia_driver_runfile_url",
+        "ppu_package_url",
+        "prometheus_archive_url",
+        "rdma_doca_repo_key_url",
+        "rdma_doca_repo_url",
+        "rdma_mlnx_ofed_repo_url",
+        "slurm_repo_key_url",
+        "slurm_repo_url",
+        "volcano_manifest_url",
+    }
+)
+# The wheel index variables a target's `index_vars` may name (each role's `index_url_var`).
+INDEX_VARIABLES = frozenset({"cann_pip_index_url"})
+# A target's name (`ID VERSION_ID` of the OS, e.g. "debian 12") and its flat repository folder
+# (TargetNeeds.os_dir: `os/debian-12-amd64`): plain values, the folder always inside the bundle.
+OS_RELEASE_FORM = re.compile(r"[a-z0-9][a-z0-9 ._+-]{0,63}")
+OS_DIR_FORM = re.compile(r"os/[a-z0-9][a-z0-9._+-]{0,99}")
+URL_FORM = re.compile(r"(?:https?|ftp)://[^\s]+", re.IGNORECASE)
 
 FILE_MODE = 0o644  # served by whatever web server the site runs, often as another user
 # 20k entries of ~200 bytes are 4 MiB; anything far beyond is not a manifest.
@@ -250,6 +290,17 @@ class Manifest:
             _entry_path(relpath, where): _entry(relpath, entry, where)
             for relpath, entry in values.get("files", {}).items()
         }
+        issues = [
+            issue
+            for name, target in values.get("targets", {}).items()
+            for issue in target_issues(name, target)
+        ]
+        if issues:
+            raise BundleError(
+                f"{where}: {'; '.join(issues[:10])}"
+                + (f"; and {len(issues) - 10} more" if len(issues) > 10 else ""),
+                "rebuild the bundle (clusterforge bundle build); do not edit bundle.json",
+            )
         return cls(format=FORMAT, **values)
 
     def to_dict(self) -> dict:
@@ -285,6 +336,79 @@ class Manifest:
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def target_issues(name: str, target: object) -> list[str]:
+    """What is wrong with one of bundle.json's targets: what `bundle serve` writes into the bundle
+    (its os_dir's indexes) and into the operator's group_vars (its URL variables) must be plain."""
+    where = f"target {name!r}"
+    problem = plain_problem(name, OS_RELEASE_FORM)
+    if problem:
+        return [f"{where}: the name {problem}"]
+    if not isinstance(target, dict):
+        return [f"{where} is not a JSON object"]
+    issues = []
+    problem = plain_problem(target.get("os_dir"), OS_DIR_FORM)
+    if problem:
+        issues.append(f"{where}: os_dir {target.get('os_dir')!r} {problem}")
+    url_vars = target.get("url_vars") or {}
+    if not isinstance(url_vars, dict):
+        return [*issues, f"{where}: url_vars is not a JSON object"]
+    for var, url in url_vars.items():
+        if var not in URL_VARIABLES:
+            issues.append(f"{where}: url_vars sets {var!r}, not one of the roles' URL variables")
+            continue
+        problem = plain_problem(url, URL_FORM)
+        if not problem:
+            try:
+                mirror_relpath(url)
+            except ValueError as err:
+                problem = str(err)
+        if problem:
+            issues.append(f"{where}: url_vars.{var} {url!r} {problem}")
+    index_vars = target.get("index_vars") or []
+    if not isinstance(index_vars, list):
+        return [*issues, f"{where}: index_vars is not a JSON array"]
+    issues += [
+        f"{where}: index_vars names {var!r}, not one of {', '.join(sorted(INDEX_VARIABLES))}"
+        for var in index_vars
+        if not isinstance(var, str) or var not in INDEX_VARIABLES
+    ]
+    return issues
+
+
+def links_in(bundle_dir: str) -> list[str]:
+    """The symbolic links anywhere under `bundle_dir` (relative paths, sorted), none followed."""
+    found: list[str] = []
+    folders = [""]
+    while folders:
+        relfolder = folders.pop()
+        with os.scandir(os.path.join(bundle_dir, relfolder) if relfolder else bundle_dir) as entries:
+            for entry in entries:
+                relpath = f"{relfolder}/{entry.name}" if relfolder else entry.name
+                if entry.is_symlink():
+                    found.append(relpath)
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(relpath)
+    return sorted(found)
+
+
+def refuse_links(bundle_dir: str) -> None:
+    """BundleError naming the symbolic links in the bundle: `bundle serve` serves only the bundle's
+    own regular files and writes its indexes only into its own folders, never through a link."""
+    try:
+        links = links_in(bundle_dir)
+    except OSError as err:
+        raise BundleError(
+            f"{bundle_dir}: a folder of the bundle cannot be read ({err})", "make the whole bundle readable"
+        ) from None
+    if links:
+        shown = ", ".join(links[:10]) + (f" and {len(links) - 10} more" if len(links) > 10 else "")
+        raise BundleError(
+            f"{bundle_dir} holds {len(links)} symbolic link(s): {shown}; a bundle is served and its "
+            "indexes written only as its own regular files and folders",
+            "replace each link by a copy of what it names, or remove it (a rebuild writes no link)",
+        )
 
 
 def _entry_path(relpath: str, where: str) -> str:

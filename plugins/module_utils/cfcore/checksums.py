@@ -75,13 +75,20 @@ class Problem:
 
 
 def verify_files(root: str, expected: dict[str, tuple[str, int]], where: str = "the bundle") -> list[Problem]:
-    """Each `relpath -> (sha256, size)` exists under `root` with that size and sha256; the
-    problems, sorted by path. Files on disk that `expected` does not list are no problem."""
+    """Each `relpath -> (sha256, size)` exists under `root` with that size and sha256, as a regular
+    file reached through no symbolic link (a link would hand out, or restore, a file from anywhere
+    else); the problems, sorted by path. Files on disk that `expected` does not list are no problem."""
     problems: list[Problem] = []
     to_hash: list[tuple[str, str]] = []
+    real_root = os.path.realpath(root)
     for relpath in sorted(expected):
         sha256, size = expected[relpath]
         path = os.path.join(root, relpath)
+        if os.path.lexists(path) and os.path.realpath(path) != os.path.normpath(
+            os.path.join(real_root, relpath)
+        ):
+            problems.append(Problem(relpath, "missing", "is a symbolic link or lies under one"))
+            continue
         try:
             info = os.stat(path)
         except FileNotFoundError:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .inputs import InputError
+from .inputs import VERSION_FORM, InputError, plain_problem
 
 
 @dataclass(frozen=True)
@@ -327,6 +327,9 @@ def _checked_target(target) -> str:
         raise InputError(
             f"target version {target!r} is empty or not a version", "name the version, e.g. 570.133.20"
         )
+    problem = plain_problem(str(target).strip(), VERSION_FORM)
+    if problem:
+        raise InputError(f"target version {target!r} {problem}", "name the version, e.g. 570.133.20")
     return str(target).strip()
 
 

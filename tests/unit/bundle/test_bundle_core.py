@@ -194,7 +194,7 @@ def small_bundle(tmp_path) -> tuple[str, Manifest]:
 
 def test_manifest_round_trips_through_bundle_json(tmp_path):
     root, manifest = small_bundle(tmp_path)
-    manifest.targets = {"debian 12": {"arch": "amd64", "packages": {"a": ["os/d/a.deb"]}}}
+    manifest.targets = {"debian 12": {"arch": "amd64", "os_dir": "os/d", "packages": {"a": ["os/d/a.deb"]}}}
     manifest.missing = [{"kind": "image", "name": "r/i:1", "target": "debian 12", "why": "no registry"}]
     path = manifest.write(root)
     assert path == os.path.join(root, "bundle.json")

@@ -1,0 +1,86 @@
+"""A backup set written by someone else (issue 32): its manifest's `id` and its folder reach the
+restore playbooks as extra variables, which ansible-playbook templates. `backup verify` and
+`restore` refuse (exit 2, error: and fix:) an id that is not a set id or not its folder's name, a
+set folder whose path is a template, and an item that is a symbolic link (docs/design.md, "Data
+that reaches Ansible")."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from cfcore import backup_set
+from clusterforge.backups import workflow
+from clusterforge.main import main
+from test_backup_cli import EXAMPLE, make_set
+
+HOSTILE_IDS = [
+    "{{ lookup('pipe', 'touch /tmp/cf-issue-32') }}",
+    "../../../../x",
+    "20261203T013000Z\n",
+    "20261204T013000Z",  # a set id, but another set's: not this folder's name
+]
+
+
+def cli(*args: str) -> int:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    return exited.value.code
+
+
+@pytest.fixture
+def no_playbooks(monkeypatch):
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a playbook ran")
+
+    monkeypatch.setattr(workflow, "run_playbook", refuse)
+
+
+def _with_id(folder, set_id) -> None:
+    path = folder / backup_set.MANIFEST_NAME
+    data = json.loads(path.read_text())
+    data["id"] = set_id
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("set_id", HOSTILE_IDS)
+def test_verify_refuses_a_set_whose_id_is_not_its_plain_folder_name(tmp_path, capsys, set_id):
+    folder = make_set(tmp_path)
+    _with_id(folder, set_id)
+    assert cli("backup", "verify", str(folder)) == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and "fix: " in err and "manifest.json: id" in err
+
+
+@pytest.mark.parametrize("set_id", HOSTILE_IDS)
+def test_restore_refuses_a_set_whose_id_is_not_its_plain_folder_name(tmp_path, capsys, no_playbooks, set_id):
+    folder = make_set(tmp_path)
+    _with_id(folder, set_id)
+    assert cli("restore", "-i", EXAMPLE, "--from", str(folder)) == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and "fix: " in err and "manifest.json: id" in err
+
+
+def test_restore_refuses_a_set_folder_whose_path_is_a_template(tmp_path, capsys, no_playbooks):
+    folder = make_set(tmp_path / "{{ lookup('pipe', 'id') }}")
+    assert cli("restore", "-i", EXAMPLE, "--from", str(folder)) == 2
+    err = capsys.readouterr().err
+    assert "holds template syntax" in err and "fix: " in err
+
+
+def test_verify_names_an_item_that_is_a_symbolic_link(tmp_path, capsys):
+    folder = make_set(tmp_path / "sets")
+    item = folder / "slurm/ctl-01/slurm-queue.txt"
+    outside = tmp_path / "secret"
+    outside.write_bytes(item.read_bytes())  # the same bytes: the checksums alone would pass it
+    item.unlink()
+    os.symlink(outside, item)
+    assert cli("backup", "verify", str(folder)) == 3
+    assert "slurm/ctl-01/slurm-queue.txt: is a symbolic link" in capsys.readouterr().err
+
+
+def test_a_set_id_is_exactly_the_form_a_backup_makes():
+    assert backup_set.is_set_id(backup_set.new_set_id())
+    for bad in ("20261203T013000Z\n", "２０２６１２０３T013000Z", "x20261203T013000Z", None, 20261203):
+        assert not backup_set.is_set_id(bad), bad
