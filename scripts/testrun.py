@@ -30,8 +30,10 @@ Exit: 0 every part passed, 1 a part failed, 2 bad arguments, 4 set-up failed (en
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -235,9 +237,23 @@ def start(part: Part, env: dict) -> None:
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         preexec_fn=(lambda: os.nice(part.nice)) if part.nice else None,
+        start_new_session=True,  # its own process group: stop() ends the part with all it started
     )
     log.close()
     part.state, part.started = "running", time.monotonic()
+
+
+def stop(parts: list[Part]) -> None:
+    """SIGTERM to every running part's process group, SIGKILL to what is left after 30 s. Molecule's
+    and the lab's own clean-up runs on the next start (both replace what a killed run left)."""
+    running = [p for p in parts if p.state == "running"]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for part in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(part.proc.pid, sig)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(p.proc.poll() is None for p in running):
+            time.sleep(0.5)
 
 
 def report(part: Part) -> None:
@@ -360,6 +376,14 @@ def main(argv: list[str]) -> int:
         f"{molecule_at_once} Molecule scenarios; logs in {LOGS.relative_to(ROOT)}",
         flush=True,
     )
+
+    def interrupted(signum, _frame):
+        print(f"\n{signal.Signals(signum).name}: stopping every running part", flush=True)
+        stop(parts)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     run(parts, slots, molecule_at_once, env)
     result = summary(parts, time.monotonic() - T0, slots)
     out = Path(os.environ.get("CF_TEST_TIMINGS") or ROOT / ".cache" / "test-timings.json")
