@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lab's training environment (docs/design.md, "Framework readiness"): a virtual environment
 # of Debian's own /usr/bin/python3 with a CPU-only PyTorch, built once on this host and cached
-# under .cache/train-venv/torch-<version>/, keyed by the torch version (CI reuses it). `lab up`
+# under ~/.cache/clusterforge/train-venv/torch-<version>/, keyed by the torch version: outside the
+# checkout, so a fresh clone on the same machine (CI's) reuses it. `lab up`
 # bind-mounts it read-only on the lab's accelerator nodes at /opt/train/venv, as a site puts its
 # training environment on shared storage; the lab's inventory names it in `framework_env`.
 #
@@ -14,11 +15,11 @@
 #   scripts/setup-train-venv.sh --path   print the venv's folder and build nothing
 #
 # Env: CF_TRAIN_TORCH_VERSION (default 2.13.0: the lab's BOM pytorch_version,
-#      cli/clusterforge/lab/inventory.py), CF_TRAIN_VENV_CACHE (default $ROOT/.cache/train-venv).
+#      cli/clusterforge/lab/inventory.py), CF_TRAIN_VENV_CACHE (default
+#      ~/.cache/clusterforge/train-venv; cli/clusterforge/lab/train_env.py reads the same).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSION=${CF_TRAIN_TORCH_VERSION:-2.13.0}
-DEST=${CF_TRAIN_VENV_CACHE:-$ROOT/.cache/train-venv}/torch-$VERSION
+DEST=${CF_TRAIN_VENV_CACHE:-$HOME/.cache/clusterforge/train-venv}/torch-$VERSION
 PYTHON=/usr/bin/python3
 STAMP=$DEST/.clusterforge-train-venv
 

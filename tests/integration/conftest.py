@@ -160,7 +160,7 @@ def lab():
     if os.geteuid() != 0 or shutil.which("podman") is None:
         pytest.skip("lab tests need root and podman (scripts/setup-host.sh)")
     lab_cli("down", "--name", LAB)  # a leftover of an interrupted run
-    # The lab's training environment (a CPU PyTorch venv, cached under .cache/train-venv): `lab up`
+    # The lab's training environment (a CPU PyTorch venv, cached in ~/.cache/clusterforge): `lab up`
     # mounts it on the accelerator nodes only when it exists; without it test_framework_lab.py fails
     # and says why, the other modules do not need it.
     clock = time.monotonic()

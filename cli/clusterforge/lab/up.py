@@ -306,7 +306,7 @@ def _bring_up(
                     device_cgroup_rules=node.role.device_cgroup_rules,
                     read_only_paths=clusterforge_paths(ctx.root) if node.role.clusterforge_checkout else [],
                     # The training environment, where scripts/setup-train-venv.sh has built it.
-                    read_only_mounts=train_env.mounts(ctx.root) if node.role.accelerator else None,
+                    read_only_mounts=train_env.mounts() if node.role.accelerator else None,
                 )
                 undo.containers.append(node.container)
                 result.created.append(node.container)

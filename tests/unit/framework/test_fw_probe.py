@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from cfcore import framework_probe
 from cfcore.checks.framework import judge
+from clusterforge.lab import train_env
 
 PROBE = Path(framework_probe.__file__)
 ROOT = Path(__file__).resolve().parents[3]
-LAB_VENV = ROOT / ".cache" / "train-venv" / "torch-2.13.0" / "bin" / "python"
+LAB_VENV = train_env.host_path() / "bin" / "python"
 
 FAKE_TORCH = {
     "torch/__init__.py": """
