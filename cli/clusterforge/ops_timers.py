@@ -46,18 +46,15 @@ def install_jobs(
     inventory = load_inventory(inventory_path)
     host = controller_host(inventory, on)
     planned = jobs(inventory)
-    extravars = {
-        "ops_timers_hosts": host,
-        "ops_timers_owner": owner,
-        "ops_timers_jobs": planned,
-        **extra_vars,
-    }
     run = run_playbook(
         project_root() / "playbooks" / PLAYBOOK,
         inventory.path,
         RUNNER_DIR / owner,
         lambda _event, _data: None,
-        extravars=extravars,
+        extravars={"ops_timers_hosts": host, "ops_timers_owner": owner},
+        # The jobs: the CLI's own templates ({{ clusterforge_inventory }}) and the inventory's
+        # settings, with -e: the operator's own input, passed as given.
+        operator_vars={**extra_vars, "ops_timers_jobs": planned},
         limit=host,
     )
     if run.rc != 0:

@@ -122,9 +122,15 @@ class PlaybookOutcome:
 
 
 def run(
-    playbook: str, inventory: Path, private_dir: Path, extravars: dict[str, Any], **kw: Any
+    playbook: str,
+    inventory: Path,
+    private_dir: Path,
+    extravars: dict[str, Any],
+    operator_vars: dict[str, Any] | None = None,
+    **kw: Any,
 ) -> PlaybookOutcome:
-    """One playbook; its failed tasks (not rescued ones) and its debug `var` outputs collected."""
+    """One playbook; its failed tasks (not rescued ones) and its debug `var` outputs collected.
+    `operator_vars`: the operator's -e (run_playbook passes them as given, checks `extravars`)."""
     outcome = PlaybookOutcome(rc=0, stdout=None)
 
     def on_event(name: str, data: dict[str, Any]) -> None:
@@ -138,8 +144,9 @@ def run(
                     outcome.facts.setdefault(key, value)
 
     result = run_playbook(
-        project_root() / "playbooks" / playbook, inventory, private_dir, on_event, extravars=extravars, **kw
-    )
+        project_root() / "playbooks" / playbook, inventory, private_dir, on_event,
+        extravars=extravars, operator_vars=operator_vars, **kw,
+    )  # fmt: skip
     outcome.rc, outcome.stdout = result.rc, result.stdout_path
     return outcome
 
@@ -177,7 +184,6 @@ def take(
     set_id = free_set_id(target.folder)
     ledger = (ledger_dir or DEFAULT_LEDGER).resolve()
     extravars = {
-        **extra_vars,
         **target.extravars(),
         "backup_set_id": set_id,
         "backup_components": components,
@@ -186,7 +192,7 @@ def take(
         "backup_ledger_dir": str(ledger) if ledger.is_dir() else "",
     }
     note(f"backup set {set_id} into {target.describe()}")
-    outcome = run("backup.yml", inventory.path, target.folder / RUNNER_DIR / set_id, extravars)
+    outcome = run("backup.yml", inventory.path, target.folder / RUNNER_DIR / set_id, extravars, extra_vars)
     set_dir = target.folder / set_id
     if not (set_dir / backup_set.MANIFEST_NAME).is_file():
         raise EnvironmentNotReady(
@@ -223,11 +229,11 @@ def list_sets(target: Target, inventory: Any, extra_vars: dict[str, Any]) -> lis
 
 def run_s3(inventory: Any, target: Target, extra_vars: dict[str, Any], fetch: str) -> PlaybookOutcome:
     writable_folder(target.folder)
-    extravars = {**extra_vars, **target.extravars(), "backup_s3_fetch_id": fetch}
+    extravars = {**target.extravars(), "backup_s3_fetch_id": fetch}
     private = (
         target.folder / RUNNER_DIR / f"s3-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
     )
-    outcome = run("backup_s3.yml", inventory.path, private, extravars)
+    outcome = run("backup_s3.yml", inventory.path, private, extravars, extra_vars)
     if outcome.rc != 0:
         raise EnvironmentNotReady(
             f"reading s3://{target.bucket}/{target.prefix} failed:\n" + "\n".join(outcome.failures[-5:]),
@@ -343,21 +349,24 @@ def place_and_drill(
         raise InvalidInput(err.message, err.fix) from None
     placing = backup_set.restorable(plans, data)
     extravars = {
-        **extra_vars,
         "restore_set_dir": str(set_dir),
         "restore_set_id": data["id"],
         "restore_components": components,
     }
     private = set_dir.parent / RUNNER_DIR / f"restore-{data['id']}-{time.strftime('%H%M%S')}"
     bring_up(NODE_STAGES)
-    placed = run("restore.yml", inventory.path, private / "place", extravars) if placing else None
+    placed = run("restore.yml", inventory.path, private / "place", extravars, extra_vars) if placing else None
     if placed is not None and placed.rc != 0:
         raise ChecksFailed(
             "placing the data failed:\n" + "\n".join(placed.failures[-10:]),
             f"fix what it names and run the restore again (it is idempotent); output: {placed.stdout}",
         )
     bring_up(SERVICE_STAGES)
-    drill = run("restore_drill.yml", inventory.path, private / "drill", extravars) if placing else None
+    drill = (
+        run("restore_drill.yml", inventory.path, private / "drill", extravars, extra_vars)
+        if placing
+        else None
+    )
     if drill is not None and drill.rc != 0:
         raise ChecksFailed(
             "the restore drill failed: the services do not work on the restored data:\n"

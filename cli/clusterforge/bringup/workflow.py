@@ -20,17 +20,22 @@ from rich.console import Console
 
 from clusterforge.bringup.progress import BringupDisplay
 from clusterforge.bringup.recorder import BAD, FINISHED, StageRecorder
-from clusterforge.bringup.stages import shards_of, stage
+from clusterforge.bringup.stages import ADD_NODE_STAGE_NAMES, STAGE_NAMES, shards_of, stage
 from clusterforge.errors import ChecksFailed, ClusterForgeError, InvalidInput
 from clusterforge.inventory_check.sources import is_host_list
 from clusterforge.paths import project_root
 from clusterforge.runs.ledger import (
     ARTIFACTS_DIR,
     Ledger,
+    RecordProblems,
     Run,
     controller,
     controller_alive,
+    private_folder,
     read_json,
+    recorded_extra_vars,
+    refuse_hosts_not_in,
+    resumed_extra_vars,
     stop_leftover_processes,
 )
 from clusterforge.validation.results import utc_now
@@ -116,9 +121,21 @@ def start(
 
 
 def resume(
-    run_id: str, ledger: Ledger, display: BringupDisplay, stdout: Console, *, force: bool | None
+    run_id: str,
+    ledger: Ledger,
+    display: BringupDisplay,
+    stdout: Console,
+    *,
+    force: bool | None,
+    allow_scripts: bool = False,
+    extra_vars: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Continue a run in its ledger: done stages skipped, the others only for hosts that did not finish."""
+    """Continue a run in its ledger: done stages skipped, the others only for hosts that did not finish.
+
+    The recorded options are checked as a command line would be (bad input, nothing runs);
+    consent (`allow_scripts`) comes from this command line only, never from the ledger; `extra_vars`
+    gives again the -e values the run recorded only as a secret's digest (`resumed_extra_vars`).
+    """
     run = ledger.open(run_id)
     record = run.read()
     if record.get("kind") not in KINDS:
@@ -128,7 +145,9 @@ def resume(
     refuse_running(run, record, display.note)
     if record.get("status") == "succeeded":
         raise InvalidInput(f"run {run.id} already succeeded: nothing to resume", "start a new run")
-    options = BringupOptions(**{**record["options"], "inventory": record["inventory"]["path"]})
+    options = recorded_options(run, record)
+    options.allow_scripts = allow_scripts
+    options.extra_vars = resumed_extra_vars(options.extra_vars, extra_vars or {}, run.id, display.note)
     if options.check:
         raise InvalidInput(
             f"run {run.id} was a --check run", "start a new --check run instead of resuming it"
@@ -136,12 +155,50 @@ def resume(
     if force is not None:
         options.force = force
     inventory = checked_inventory(options, display)
+    refuse_hosts_not_in(
+        record["hosts"] + record["cluster_hosts"], inventory.hostvars, run.id, options.inventory
+    )
     digest = inventory_sha256(options.inventory)
     if digest != record["inventory"]["sha256"]:
         display.note(f"warning: the inventory {options.inventory} changed since run {run.id} began")
     display.note(f"resuming run {run.id} (attempt {len(record['attempts']) + 1}); ledger {run.path}")
-    racks = racks_of(inventory, [h for h in record["hosts"] if h in inventory.hostvars])
+    racks = racks_of(inventory, record["hosts"])
     return _execute(run, record, options, display, stdout, racks, digest)
+
+
+def recorded_options(run: Run, record: dict[str, Any]) -> BringupOptions:
+    """The options a run recorded, each checked as the command line checks it (InvalidInput naming
+    run.json and every bad key; nothing runs)."""
+    check = RecordProblems(run.run_file)
+    fields = {f for f in BringupOptions.__dataclass_fields__ if f != "inventory"}
+    recorded = check.keys("options", record.get("options"), fields)
+    inventory = check.keys("inventory", record.get("inventory"), {"path", "sha256"})
+    check.line("inventory.path", inventory.get("path"))
+    check.line("inventory.sha256", inventory.get("sha256"))
+    check.names("hosts", record.get("hosts"))
+    check.names("cluster_hosts", record.setdefault("cluster_hosts", []))
+    if not isinstance(record.get("attempts"), list):
+        check.add("attempts", "is not a list")
+    allowed = STAGE_NAMES if record.get("kind") == KIND else ADD_NODE_STAGE_NAMES
+    stages = check.names("options.stages", recorded.get("stages"), allowed)
+    if recorded and not stages:
+        check.add("options.stages", "names no stage")
+    if "limit" in recorded:
+        check.line("options.limit", recorded["limit"], optional=True)
+    for key in ("check", "force"):
+        if key in recorded:
+            check.flag(f"options.{key}", recorded[key])
+    if "max_fail_percent" in recorded:
+        check.number("options.max_fail_percent", recorded["max_fail_percent"], 0, 100)
+    if "forks" in recorded:
+        check.optional_number("options.forks", recorded["forks"], 1, 5000)
+    if "shard_size" in recorded:
+        check.number("options.shard_size", recorded["shard_size"], 1, 100000, whole=True)
+    if "shard_parallel" in recorded:
+        check.number("options.shard_parallel", recorded["shard_parallel"], 1, 64, whole=True)
+    check.raise_any(run.id)
+    kept = {k: v for k, v in recorded.items() if k != "allow_scripts"}  # consent: the command line's
+    return BringupOptions(**{**kept, "inventory": inventory["path"]})
 
 
 def refuse_running(run: Run, record: dict[str, Any], note: Any = None) -> None:
@@ -279,7 +336,7 @@ def _run_stage(
             Path(options.inventory),
             folder,
             recorder.shard(hosts),
-            extravars=options.extra_vars,
+            operator_vars=options.extra_vars,  # -e: this command line's, or re-checked on --resume
             limit=f"@{_limit_file(folder, hosts).resolve()}",
             forks=options.forks,
             check_mode=options.check,
@@ -306,7 +363,7 @@ def _run_stage(
 
 def _limit_file(folder: Path, hosts: list[str]) -> Path:
     """The hosts of an ansible-playbook run as a --limit @file (a 10,000-host list fits no argv)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)
     path = folder / "limit.txt"
     path.write_text("".join(f"{host}\n" for host in hosts))
     return path
@@ -477,8 +534,10 @@ def bom_of(inventory: Any, hosts: list[str]) -> dict[str, Any]:
 
 
 def _recorded_options(options: BringupOptions) -> dict[str, Any]:
+    """The options as run.json holds them: the -e secrets as digests (recorded_extra_vars)."""
     recorded = asdict(options)
     recorded.pop("inventory")
+    recorded["extra_vars"] = recorded_extra_vars(options.extra_vars)
     return recorded
 
 

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from cfcore.bundle import BundleError, Manifest, closure_files, outside_urls, points_into
+from cfcore.redact import mask_url
 
 from clusterforge.bundle.build import PYPI_SIMPLE
 from clusterforge.bundle.needs import Needs, compute_needs
@@ -36,7 +37,7 @@ def bundle_url_of(inventory: Any) -> str | None:
         return None
     if len(distinct) > 1:
         example = {value: next(h for h, v in urls.items() if v == value) for value in distinct}
-        shown = ", ".join(f"{host}: {value or '(unset)'}" for value, host in example.items())
+        shown = ", ".join(f"{host}: {mask_url(value) or '(unset)'}" for value, host in example.items())
         raise InvalidInput(
             f"the targets do not agree on {BUNDLE_URL_VAR} ({shown})",
             f"set {BUNDLE_URL_VAR} once for all hosts (group_vars/all), or none for an online bring-up",
@@ -80,9 +81,9 @@ def check_bundle(
         for requirement in target.wheels:
             project = _project(requirement)
             heads.setdefault(f"{bundle_url}/{PYPI_SIMPLE}/{project}/", set()).add(f"wheel {requirement}")
-    note(f"offline preflight: {len(heads)} file(s) of the bundle at {bundle_url} checked")
+    note(f"offline preflight: {len(heads)} file(s) of the bundle at {mask_url(bundle_url)} checked")
     for url, owners in sorted(_absent(heads).items()):
-        name = url[len(bundle_url) + 1 :] if url.startswith(bundle_url) else url
+        name = url[len(bundle_url) + 1 :] if url.startswith(bundle_url) else mask_url(url)
         problems.append(f"{name} is missing from the bundle ({'; '.join(sorted(owners)[:3])})")
     return problems
 
@@ -93,7 +94,8 @@ def raise_on_problems(problems: list[str], bundle_url: str | None) -> None:
     listed = "\n".join(f"  - {p}" for p in problems[:SHOWN])
     more = f"\n  ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
     raise InvalidInput(
-        f"offline bring-up from {bundle_url}: {len(problems)} problem(s); nothing ran:\n{listed}{more}",
+        f"offline bring-up from {mask_url(bundle_url)}: {len(problems)} problem(s); nothing ran:\n"
+        f"{listed}{more}",
         "rebuild the bundle with this inventory (clusterforge bundle build -i INV --out DIR), serve it again "
         "(clusterforge bundle serve DIR --vars-out ...), and point every URL variable at it",
     )
@@ -106,11 +108,11 @@ def fetch_manifest(bundle_url: str) -> Manifest:
             data = json.loads(answer.read())
     except (OSError, ValueError) as err:
         raise EnvironmentNotReady(
-            f"the bundle server does not answer {url}: {getattr(err, 'reason', None) or err}",
+            f"the bundle server does not answer {mask_url(url)}: {getattr(err, 'reason', None) or err}",
             "start it on the bastion (clusterforge bundle serve DIR) and check the nodes' route to it",
         ) from None
     try:
-        return Manifest.from_dict(data, url)
+        return Manifest.from_dict(data, mask_url(url))
     except BundleError as err:
         raise InvalidInput(err.message, err.fix) from None
 
@@ -132,8 +134,8 @@ def _outside(inventory: Any, needs: Needs, bundle_url: str) -> list[str]:
     hostvars = {host: dict(inventory.vars_of(host)) for host in inventory.targets}
     for host, var, url in outside_urls(hostvars, bundle_url):
         found.setdefault((var, url), []).append(host)
-    return [
-        f"{var} = {url} points outside the bundle (hosts {_hosts(hosts)})"
+    return [  # a URL's credentials masked: the message is printed, and may be logged
+        f"{var} = {mask_url(url)} points outside the bundle (hosts {_hosts(hosts)})"
         for (var, url), hosts in sorted(found.items())
     ]
 
@@ -158,7 +160,7 @@ def _absent(heads: dict[str, set[str]]) -> dict[str, set[str]]:
             return err.code in (404, 410)
         except (OSError, ValueError) as err:
             raise EnvironmentNotReady(
-                f"the bundle server stopped answering ({url}: {err})",
+                f"the bundle server stopped answering ({mask_url(url)}: {err})",
                 "check it runs: clusterforge bundle serve DIR",
             ) from None
 

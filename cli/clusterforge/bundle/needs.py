@@ -149,7 +149,7 @@ def compute_needs(
             inventory.path,
             private_dir or Path(scratch) / "runner",
             lambda _name, _data: None,
-            extravars=extravars,
+            operator_vars=extravars,  # the operator's -e of `bundle build`
             limit=f"@{limit_file}",
         )
         tail = run.stdout_tail(25)

@@ -22,6 +22,7 @@ from cfcore.bundle import (
     BundleError,
     Manifest,
     bundle_url_for,
+    forget_indexes,
     refuse_links,
     target_issues,
     verify,
@@ -55,6 +56,7 @@ def prepare(bundle: Path) -> Manifest:
             f"the bundle {bundle} has {len(problems)} bad file(s):\n{listed}{more}",
             "rebuild into the same folder (clusterforge bundle build ... --out DIR): it refetches only these",
         )
+    forget_indexes(manifest)
     for target in manifest.targets.values():
         for name in write_apt_index(bundle / target["os_dir"]):
             relpath = f"{target['os_dir']}/{name}"

@@ -82,9 +82,11 @@ def add_node(
     display = BringupDisplay(Console(stderr=True, highlight=False, soft_wrap=True))
     ledger = workflow.ledger_from(ledger_dir)
     if resume_id:
-        refuse_with_resume((("-i", inventory), ("HOST", hosts), ("--skip", skip), ("--check", check),
-                            ("-e", extra_vars)))  # fmt: skip
-        outcome = workflow.resume(resume_id, ledger, display, stdout, force=force)
+        refuse_with_resume((("-i", inventory), ("HOST", hosts), ("--skip", skip), ("--check", check)))
+        outcome = workflow.resume(
+            resume_id, ledger, display, stdout, force=force, allow_scripts=allow_scripts,
+            extra_vars=parse_extra_vars(extra_vars),
+        )  # fmt: skip
         report(outcome, stdout)
         return
     if not inventory:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 import click
 import yaml
+from cfcore.files import UnsafeFile, read_text
 from rich.console import Console
 
 from clusterforge.bringup import summary
@@ -15,6 +15,7 @@ from clusterforge.bringup.stages import STAGE_NAMES, select_stages
 from clusterforge.commands.lab import stdout_console
 from clusterforge.errors import InvalidInput
 
+MAX_VARS_FILE_BYTES = 16 * 1024 * 1024  # -e @FILE: variables, not data sets
 LEDGER_HELP = "The run ledger folder [default: .clusterforge/runs under the current folder]."
 
 
@@ -26,11 +27,11 @@ def parse_extra_vars(values: tuple[str, ...]) -> dict[str, Any]:
         if value.startswith("@"):
             where = f"-e {value}"
             try:
-                text = Path(value[1:]).read_text(encoding="utf-8")
-            except OSError as err:
-                raise InvalidInput(
-                    f"{where}: {err.strerror or err}", "name a readable YAML file after @"
-                ) from None
+                text = read_text(value[1:], MAX_VARS_FILE_BYTES, errors="strict")
+            except UnsafeFile as err:
+                raise InvalidInput(f"{where}: {err}", "name a readable YAML file after @") from None
+            except (OSError, UnicodeDecodeError) as err:
+                raise InvalidInput(f"{where}: {err}", "name a readable YAML file after @") from None
         if value.startswith(("@", "{")):
             try:
                 data = yaml.safe_load(text)
@@ -88,7 +89,8 @@ def run_options(command: Any) -> Any:
 
 
 def refuse_with_resume(flags: tuple[tuple[str, Any], ...]) -> None:
-    """--resume takes the run's own inputs: any of these (flag, value) given too is bad input."""
+    """--resume takes the run's own inputs: any of these (flag, value) given too is bad input (-e
+    only gives again what the run recorded as a secret's digest: runs/ledger.py resumed_extra_vars)."""
     given = [flag for flag, value in flags if value]
     if given:
         raise InvalidInput(
@@ -161,8 +163,13 @@ def bringup(
     ledger = workflow.ledger_from(ledger_dir)
     if resume_id:
         refuse_with_resume((("-i", inventory), ("--limit", limit), ("--stages", only), ("--skip", skip),
-                            ("--check", check), ("-e", extra_vars)))  # fmt: skip
-        outcome = workflow.resume(resume_id, ledger, display, stdout, force=force)
+                            ("--check", check)))  # fmt: skip
+        # Consent (--allow-scripts) and the secrets the ledger holds only as digests (-e): from
+        # this command line, never from the ledger.
+        outcome = workflow.resume(
+            resume_id, ledger, display, stdout, force=force, allow_scripts=allow_scripts,
+            extra_vars=parse_extra_vars(extra_vars),
+        )  # fmt: skip
     else:
         if not inventory:
             raise InvalidInput(

@@ -106,15 +106,16 @@ def verify_command(directory: str, inventory: str | None, limit: str | None) -> 
     in the bundle (each named), 2 on bad input.
     """
     from cfcore.bundle import BundleError, Manifest, closure_files, refuse_links, verify
+    from cfcore.redact import mask_url
 
     root = Path(directory)
     try:
         manifest = Manifest.load(root)
         refuse_links(str(root))
+        problems = [f"{p.path}: {p.kind} ({p.detail})" for p in verify(root, manifest)]
     except BundleError as err:
         raise InvalidInput(err.message, err.fix) from None
-    problems = [f"{p.path}: {p.kind} ({p.detail})" for p in verify(root, manifest)]
-    checked = len([f for f in manifest.files.values() if f.kind != "index"])
+    checked = len(manifest.files)
     if inventory:
         from clusterforge.bundle.check import bundle_url_of
         from clusterforge.bundle.needs import compute_needs
@@ -132,7 +133,7 @@ def verify_command(directory: str, inventory: str | None, limit: str | None) -> 
             problems += [f"package {spec} ({os_release}) is not in the bundle" for spec in unknown]
             built_files = set((built.get("files") or {}).keys())
             problems += [
-                f"file {url} is not in the bundle"
+                f"file {mask_url(url)} is not in the bundle"
                 for url in sorted(target.files)
                 if url not in built_files and served(url) not in manifest.files
             ]
@@ -214,6 +215,8 @@ def check_command(inventory: str, limit: str | None) -> None:
 
     Exit 0 when the served bundle holds everything (or cf_bundle_url is unset), 2 with the problems listed.
     """
+    from cfcore.redact import mask_url
+
     from clusterforge.bundle.check import bundle_url_of, check_bundle, raise_on_problems
     from clusterforge.validation.inventory import checked_inventory
 
@@ -224,7 +227,7 @@ def check_command(inventory: str, limit: str | None) -> None:
         click.echo("cf_bundle_url is not set: an online bring-up, nothing to check")
         return
     raise_on_problems(check_bundle(loaded, note=lambda t: console.print(t, markup=False)), url)
-    click.echo(f"offline preflight: every need of {len(loaded.targets)} host(s) is served by {url}")
+    click.echo(f"offline preflight: every need of {len(loaded.targets)} host(s) is served by {mask_url(url)}")
 
 
 def _served_relpath(bundle_url: str | None):

@@ -22,20 +22,28 @@ def runs() -> None:
 def list_runs(ledger_dir: str | None, fmt: str) -> None:
     """Every run, newest first: id, kind, status, start, hosts, stages done."""
     from clusterforge.bringup.workflow import ledger_from
+    from clusterforge.errors import InvalidInput
 
     rows = []
     for run in ledger_from(ledger_dir).runs():
-        record = run.read()
-        stages = run.stages()
-        done = sum(1 for s in stages if s.get("status") == "ok")
-        if record.get("kind") == "upgrade":  # its steps are batches: the last one reached
-            stages, done = [None] * int(record.get("batches") or 0), _batches_done(run)
+        try:  # one unreadable run (a FIFO, a broken file) is flagged; the others are listed
+            record = run.read()
+            stages = run.stages()
+            done = sum(1 for s in stages if isinstance(s, dict) and s.get("status") == "ok")
+            if record.get("kind") == "upgrade":  # its steps are batches: the last one reached
+                stages, done = [None] * _count(record.get("batches")), _batches_done(run)
+        except InvalidInput as err:
+            rows.append({
+                "id": run.id, "kind": None, "status": "corrupt", "started": None, "ended": None,
+                "hosts": 0, "stages_ok": 0, "stages": 0, "check": False, "error": err.message,
+            })  # fmt: skip
+            continue
         rows.append({
             "id": run.id, "kind": record.get("kind"), "status": run.status(record),
             "started": record.get("started"), "ended": record.get("ended"),
-            "hosts": len(record.get("hosts") or []), "stages_ok": done,
-            "stages": len(record.get("stages") or stages),
-            "check": bool((record.get("options") or {}).get("check")),
+            "hosts": _count(record.get("hosts")), "stages_ok": done,
+            "stages": _count(record.get("stages")) or len(stages),
+            "check": isinstance(record.get("options"), dict) and record["options"].get("check") is True,
         })  # fmt: skip
     if fmt == "json":
         click.echo(json.dumps(rows, indent=1))
@@ -51,6 +59,16 @@ def list_runs(ledger_dir: str | None, fmt: str) -> None:
         table.add_row(row["id"], kind, row["status"], str(row["started"]), str(row["hosts"]),
                       f"{row['stages_ok']}/{row['stages']}")  # fmt: skip
     stdout_console().print(table)
+    for row in rows:
+        if row["status"] == "corrupt":
+            click.echo(f"warning: run {row['id']} cannot be read: {row['error']}", err=True)
+
+
+def _count(value: object) -> int:
+    """A recorded list's length, or a recorded count; 0 for anything else (a damaged record)."""
+    if isinstance(value, list):
+        return len(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @runs.command("show")
@@ -61,9 +79,14 @@ def show(run_id: str, ledger_dir: str | None, fmt: str) -> None:
     """One run: its inventory, BOM and attempts, each host's result per stage, failures and drift."""
     from clusterforge.bringup import summary
     from clusterforge.bringup.workflow import ledger_from, resume_command
+    from clusterforge.runs.ledger import recorded_extra_vars
 
     run = ledger_from(ledger_dir).open(run_id)
     record = run.read()
+    options = record.get("options")
+    if isinstance(options, dict) and isinstance(options.get("extra_vars"), dict):
+        # A run written before secrets were recorded as digests: never printed either.
+        options["extra_vars"] = recorded_extra_vars(options["extra_vars"])
     if record.get("kind") == "upgrade":
         from clusterforge.upgrade.view import show_upgrade
 

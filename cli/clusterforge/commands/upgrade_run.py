@@ -97,14 +97,16 @@ def run(
                 ("-i", inventory),
                 ("--limit", limit),
                 ("--installed", installed_file),
-                ("-e", extra_vars),
                 *((f"--{k.replace('_', '-')}", v) for k, v in given_plan.items()),
             )
         )
+    # Consent (--allow-reboot, --allow-scripts) and the secrets a ledger holds only as digests (-e):
+    # from this command line, never from the run's record.
+    consent = workflow.Consent(allow_reboot, allow_scripts, parse_extra_vars(extra_vars))
     if resume_id:
-        outcome = workflow.resume(resume_id, ledger, say, max_failed)
+        outcome = workflow.resume(resume_id, ledger, say, max_failed, consent)
     elif rollback_id:
-        outcome = workflow.rollback(rollback_id, ledger, say, max_failed)
+        outcome = workflow.rollback(rollback_id, ledger, say, max_failed, consent)
     else:
         if not inventory:
             raise InvalidInput("-i/--inventory is required", "pass -i with the fleet's inventory")

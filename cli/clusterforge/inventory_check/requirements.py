@@ -103,6 +103,23 @@ def _required_options(role_dir: Path) -> list[str]:
     return [name for name, spec in options.items() if isinstance(spec, dict) and spec.get("required") is True]
 
 
+@cache
+def no_log_options(root: Path | None) -> frozenset[str]:
+    """Every role option its `meta/argument_specs.yml` marks `no_log: true` (a secret: a run records
+    it only as a digest, cfcore/redact.py)."""
+    found: set[str] = set()
+    for specs_file in sorted((root / "roles").glob("*/meta/argument_specs.yml")) if root else []:
+        specs = _yaml(specs_file)
+        for entry in ((specs or {}).get("argument_specs") or {}).values() if isinstance(specs, dict) else []:
+            options = (entry or {}).get("options") or {} if isinstance(entry, dict) else {}
+            found.update(
+                name
+                for name, spec in options.items()
+                if isinstance(spec, dict) and spec.get("no_log") is True
+            )
+    return frozenset(found)
+
+
 def _yaml(path: Path) -> Any:
     """A playbook or role file of the checkout; None when absent (a broken one is a bug of the checkout)."""
     if not os.path.isfile(path):

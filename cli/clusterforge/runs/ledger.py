@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfcore.inputs import plain_problem
+from cfcore.files import UnsafeFile
+from cfcore.files import read_json as read_bounded_json
+from cfcore.inputs import is_template, plain_problem
+from cfcore.redact import is_redacted, redact_vars, redacted
 
 from clusterforge.errors import InvalidInput
 
@@ -33,13 +36,27 @@ _ID = re.compile(
     r"^\d{8}T\d{6}Z-[a-z]+(?:-[a-z]+)*-[0-9a-f]{4}$"
 )  # <UTC>-<kind>-<4 hex>; kinds: bringup, add-node
 MAX_LEDGER_FILE_BYTES = 64 * 1024 * 1024  # a stage record of 10,000 hosts with diffs stays far below
+FILE_MODE, FOLDER_MODE = 0o600, 0o700  # a run records the operator's hosts, options and failures
+
+
+def private_folder(path: Path) -> Path:
+    """`path` made (each missing folder on the way 0700, as mkdir(parents=True) does not); `path`."""
+    missing, folder = [], path
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir(mode=FOLDER_MODE, exist_ok=True)
+    return path
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Replace `path` by `data` as JSON: readers see the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace `path` by `data` as JSON (mode 0600): readers see the old file or the new one, never a part."""
+    private_folder(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), FILE_MODE)
         json.dump(data, out, indent=1, sort_keys=False, default=str)
         out.write("\n")
         out.flush()
@@ -47,14 +64,19 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """A ledger file; InvalidInput naming it when it is missing, too large or not a JSON object."""
+def read_json(path: Path, root: Path | None = None) -> dict[str, Any]:
+    """A ledger file (or a report the CLI wrote) through the one bounded reader (cfcore/files.py
+    `read_json`: a regular file, never opened when it is not one, so a FIFO cannot hang it; at most
+    MAX_LEDGER_FILE_BYTES; nested a bounded depth; inside `root` when given); InvalidInput naming
+    it when it is missing, not such a file or not a JSON object."""
+    if not os.path.lexists(path):
+        raise InvalidInput(f"{path} does not exist", "list the runs with `clusterforge runs list`")
     try:
-        if path.stat().st_size > MAX_LEDGER_FILE_BYTES:
-            raise InvalidInput(f"{path} is larger than a ledger file can be", "check the ledger folder")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"{path} does not exist", "list the runs with `clusterforge runs list`") from None
+        data = read_bounded_json(str(path), MAX_LEDGER_FILE_BYTES, str(root) if root is not None else None)
+    except UnsafeFile as err:
+        raise InvalidInput(
+            f"{path} is not a readable ledger file: {err}", "check the ledger folder"
+        ) from None
     except (OSError, ValueError) as err:
         raise InvalidInput(
             f"{path} is not a readable ledger file: {err}", "check the ledger folder"
@@ -62,6 +84,57 @@ def read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} is not a ledger file (not a JSON object)", "check the ledger folder")
     return data
+
+
+# ------------------------------------------------------------------ secrets ----
+
+
+def recorded_extra_vars(values: dict[str, Any]) -> dict[str, Any]:
+    """The -e values as a run records them: a secret (named like one, or a role's no_log option)
+    only as `<redacted sha256:...>` (docs/design.md, "Secrets in records and output")."""
+    from clusterforge.inventory_check.requirements import no_log_options
+    from clusterforge.paths import project_root
+
+    return redact_vars(values, no_log_options(project_root()))
+
+
+def resumed_extra_vars(recorded: Any, given: dict[str, Any], run_id: str, note: Any = None) -> dict[str, Any]:
+    """The -e values a resumed run passes: the recorded ones, where each that the ledger holds only
+    as a digest (a secret) or that holds template syntax (a ledger is data) is given again on the
+    command line (`given`); a given variable the run did not record as such is bad input."""
+    if not isinstance(recorded, dict) or not all(isinstance(k, str) for k in recorded):
+        raise InvalidInput(
+            f"run {run_id}: options.extra_vars is not a mapping of variables", "start a new run"
+        )
+    needed = sorted(k for k, v in recorded.items() if _unusable(v))
+    extra = sorted(k for k in given if k not in needed)
+    if extra:
+        raise InvalidInput(
+            f"--resume keeps the run's own -e values: {', '.join(extra)} "
+            f"{'was' if len(extra) == 1 else 'were'} recorded in full",
+            "drop these -e; give again only the variables the run recorded as a secret's digest",
+        )
+    missing = [k for k in needed if k not in given]
+    if missing:
+        raise InvalidInput(
+            f"run {run_id} recorded -e {', '.join(missing)} only as a digest (a secret, never written "
+            "to the ledger) or as a template (not taken from a ledger)",
+            f"give {'it' if len(missing) == 1 else 'them'} again: --resume {run_id} "
+            + " ".join(f"-e {k}=..." for k in missing),
+        )
+    for key in needed:
+        value = recorded[key]
+        if is_redacted(value) and redacted(given[key]) != value and note is not None:
+            note(f"warning: -e {key} differs from the value run {run_id} was started with")
+    return {**recorded, **{k: given[k] for k in needed}}
+
+
+def _unusable(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_unusable(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_unusable(v) for v in value)
+    return is_redacted(value) or is_template(value)
 
 
 def is_run_id(name: Any) -> bool:
@@ -160,7 +233,7 @@ class Run:
         return self.path / RUN_FILE
 
     def read(self) -> dict[str, Any]:
-        return read_json(self.run_file)
+        return read_json(self.run_file, self.path)
 
     def write(self, record: dict[str, Any]) -> None:
         write_json_atomic(self.run_file, record)
@@ -170,7 +243,7 @@ class Run:
 
     def read_stage(self, index: int, stage: str) -> dict[str, Any] | None:
         path = self.stage_file(index, stage)
-        return read_json(path) if path.exists() else None
+        return read_json(path, self.path) if os.path.lexists(path) else None
 
     def write_stage(self, index: int, record: dict[str, Any]) -> None:
         write_json_atomic(self.stage_file(index, record["stage"]), record)
@@ -178,7 +251,11 @@ class Run:
     def stages(self) -> list[dict[str, Any]]:
         """Every stage record written so far, in stage order."""
         folder = self.path / STAGES_DIR
-        return [read_json(p) for p in sorted(folder.glob("[0-9][0-9]-*.json"))] if folder.is_dir() else []
+        return (
+            [read_json(p, self.path) for p in sorted(folder.glob("[0-9][0-9]-*.json"))]
+            if folder.is_dir()
+            else []
+        )
 
     def artifacts(self, stage: str, attempt: int) -> Path:
         return self.path / ARTIFACTS_DIR / f"{stage}-{attempt}"
@@ -201,11 +278,11 @@ class Ledger:
 
     def create(self, kind: str) -> Run:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
             for _ in range(10):
                 path = self.root / new_run_id(kind)
                 try:
-                    path.mkdir()
+                    path.mkdir(mode=FOLDER_MODE)
                     return Run(path)
                 except FileExistsError:
                     continue
@@ -221,7 +298,7 @@ class Ledger:
         if not run_id or "/" in run_id or run_id in (".", ".."):
             raise InvalidInput(f"{run_id!r} is not a run id", "pass an id from `clusterforge runs list`")
         exact = self.root / run_id
-        if (exact / RUN_FILE).is_file():
+        if os.path.lexists(exact / RUN_FILE):
             return Run(exact)
         matches = [run for run in self.runs() if run.id.startswith(run_id)]
         if len(matches) == 1:
@@ -237,8 +314,88 @@ class Ledger:
         )
 
     def runs(self) -> list[Run]:
-        """Every run, newest first."""
+        """Every run, newest first (a run whose run.json is not a regular file too: reading it says why)."""
         if not self.root.is_dir():
             return []
-        found = [Run(p) for p in self.root.iterdir() if _ID.match(p.name) and (p / RUN_FILE).is_file()]
+        found = [Run(p) for p in self.root.iterdir() if _ID.match(p.name) and os.path.lexists(p / RUN_FILE)]
         return sorted(found, key=lambda run: run.id, reverse=True)
+
+
+# ------------------------------------------------------- a resumed run's options ----
+
+# A --limit pattern or an inventory path as a ledger records them: one line, no template.
+_LINE = re.compile(r"[^\s].{0,4095}", re.DOTALL)
+
+
+class RecordProblems:
+    """What is wrong with a run's record before it is acted on (--resume, --rollback): each value
+    re-checked as the command line checks it; `raise_any` refuses them all at once (exit 2)."""
+
+    def __init__(self, where: Path | str):
+        self.where, self.found = where, []
+
+    def add(self, key: str, what: str) -> None:
+        self.found.append(f"{key} {what}")
+
+    def number(self, key: str, value: Any, low: float, high: float, whole: bool = False) -> Any:
+        kinds = (int,) if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+            self.add(key, f"is {value!r}, not a {'whole ' if whole else ''}number from {low:g} to {high:g}")
+        return value
+
+    def optional_number(self, key: str, value: Any, low: float, high: float) -> Any:
+        return None if value is None else self.number(key, value, low, high, whole=True)
+
+    def flag(self, key: str, value: Any) -> Any:
+        if not isinstance(value, bool):
+            self.add(key, f"is {value!r}, not true or false")
+        return value
+
+    def line(self, key: str, value: Any, optional: bool = False) -> Any:
+        if optional and value is None:
+            return value
+        problem = plain_problem(value, _LINE)
+        if problem:
+            self.add(key, f"{value!r} {problem}")
+        return value
+
+    def names(self, key: str, value: Any, allowed: tuple[str, ...] | None = None) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.add(key, "is not a list of names")
+            return []
+        if allowed is not None:
+            unknown = [v for v in value if v not in allowed]
+            if unknown:
+                self.add(key, f"names {', '.join(map(repr, unknown[:5]))}: not one of {', '.join(allowed)}")
+        if len(set(value)) != len(value):
+            self.add(key, "names one more than once")
+        return value
+
+    def keys(self, key: str, value: Any, known: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.add(key, "is not a mapping")
+            return {}
+        unknown = sorted(str(k) for k in value if k not in known)
+        if unknown:
+            self.add(key, f"has the unknown key(s) {', '.join(unknown)}")
+        return value
+
+    def raise_any(self, run_id: str) -> None:
+        if self.found:
+            raise InvalidInput(
+                f"run {run_id}'s record {self.where} holds values no command line could give, so nothing "
+                "ran:\n" + "\n".join(f"  {line}" for line in self.found[:20]),
+                "start a new run (a ledger is the CLI's own record: do not edit it)",
+            )
+
+
+def refuse_hosts_not_in(hosts: list[str], inventory_hosts: Any, run_id: str, inventory: str) -> None:
+    """InvalidInput when a host a run recorded is not in the inventory: it would reach a --limit file
+    (a pattern of any host) without the inventory ever having named it."""
+    missing = [host for host in hosts if host not in inventory_hosts]
+    if missing:
+        raise InvalidInput(
+            f"run {run_id} names {len(missing)} host(s) that are not in the inventory {inventory}: "
+            f"{', '.join(missing[:5])}",
+            "put them back in the inventory, or start a new run for the hosts it has",
+        )

@@ -23,7 +23,19 @@ from clusterforge.bringup.recorder import StageRecorder
 from clusterforge.bringup.workflow import inventory_sha256, refuse_running
 from clusterforge.errors import ChecksFailed, ClusterForgeError, InvalidInput
 from clusterforge.paths import project_root
-from clusterforge.runs.ledger import Ledger, Run, controller, is_run_id, read_json, write_json_atomic
+from clusterforge.runs.ledger import (
+    Ledger,
+    RecordProblems,
+    Run,
+    controller,
+    is_run_id,
+    private_folder,
+    read_json,
+    recorded_extra_vars,
+    refuse_hosts_not_in,
+    resumed_extra_vars,
+    write_json_atomic,
+)
 from clusterforge.upgrade.plan import PlanOptions, build_plan
 from clusterforge.validation.inventory import checked_inventory
 from clusterforge.validation.results import utc_now
@@ -36,6 +48,17 @@ PLAN_FILE = "plan.json"
 NODES_DIR = "nodes"
 # Node status: pending (not started), running (in `phase`), done, failed (stays drained from drain on).
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+STATUSES = (PENDING, RUNNING, DONE, FAILED)
+
+
+@dataclass
+class Consent:
+    """What only the operator's command line may grant (never a run's record): --allow-reboot,
+    --allow-scripts; and the -e values given again for a resumed run's recorded secrets."""
+
+    allow_reboot: bool = False
+    allow_scripts: bool = False
+    extra_vars: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,13 +110,20 @@ def start(options: RunOptions, ledger: Ledger, say: Callable[[str], None],
     return _new_run(ledger, options, plan, versions, installed, None, max_failed, say)
 
 
-def rollback(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed: str | None) -> Outcome:
+def rollback(
+    run_id: str,
+    ledger: Ledger,
+    say: Callable[[str], None],
+    max_failed: str | None,
+    consent: Consent | None = None,
+) -> Outcome:
     """A new run taking the done nodes of run RUN back to the version each had before it."""
     original = ledger.open(run_id)
     record = original.read()
     if record.get("kind") != KIND:
         raise InvalidInput(f"run {original.id} is a {record.get('kind')} run", "roll back an upgrade run")
     refuse_running(original, record, say)
+    options = recorded_options(original, record, consent or Consent(), say)
     nodes = read_nodes(original)
     done = [host for host, node in nodes.items() if node["status"] == DONE]
     unknown = [host for host in done if not nodes[host].get("from")]
@@ -108,8 +138,6 @@ def rollback(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed
             f"run {original.id} has no done node with a known previous version to roll back",
             f"see `clusterforge runs show {original.id}`",
         )
-    options = RunOptions(**{**record["options"], "plan": PlanOptions(**record["options"]["plan"])})
-    options.inventory = record["inventory"]["path"]
     options.max_failed = max_failed or options.max_failed
     options.limit = ",".join(done)
     inventory = checked_inventory(
@@ -130,8 +158,17 @@ def rollback(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed
     return _new_run(ledger, options, plan, versions, previous, original.id, max_failed, say)
 
 
-def resume(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed: str | None) -> Outcome:
-    """Continue run RUN: done and failed nodes untouched, a node in the middle from its recorded phase."""
+def resume(
+    run_id: str,
+    ledger: Ledger,
+    say: Callable[[str], None],
+    max_failed: str | None,
+    consent: Consent | None = None,
+) -> Outcome:
+    """Continue run RUN: done and failed nodes untouched, a node in the middle from its recorded phase.
+
+    The recorded options are checked as a command line would be, the nodes against the plan and the
+    inventory (bad input, nothing runs); consent comes from this command line only (`consent`)."""
     run = ledger.open(run_id)
     record = run.read()
     if record.get("kind") != KIND:
@@ -141,27 +178,79 @@ def resume(run_id: str, ledger: Ledger, say: Callable[[str], None], max_failed: 
     refuse_running(run, record, say)
     if record.get("status") == "succeeded":
         raise InvalidInput(f"run {run.id} already succeeded: nothing to resume", "start a new run")
-    if max_failed is not None:
-        record["options"]["max_failed"] = max_failed
-    limit = _limit(record["options"]["max_failed"], "--max-failed")
-    digest = inventory_sha256(record["inventory"]["path"])
-    if digest != record["inventory"]["sha256"]:
-        say(f"warning: the inventory {record['inventory']['path']} changed since run {run.id} began")
-    plan = Plan.from_dict(read_json(run.path / PLAN_FILE))
-    options = RunOptions(**{**record["options"], "plan": PlanOptions(**record["options"]["plan"])})
-    options.inventory = record["inventory"]["path"]
-    nodes = read_nodes(run)
     # What the resumed batches hand to the playbook as extra variables (templated there): plain only.
     if not is_run_id(run.id) or record.get("component") not in COMPONENTS:
         raise InvalidInput(
             f"run {run.id!r} (component {record.get('component')!r}) is not an upgrade run this ledger wrote",
             "resume a run that `clusterforge runs list` shows, or start a new one",
         )
-    _refuse_unplain_versions(
-        run, nodes, [h for h, n in nodes.items() if n.get("status") in (PENDING, RUNNING)]
-    )
+    options = recorded_options(run, record, consent or Consent(), say)
+    if max_failed is not None:
+        record["options"]["max_failed"] = options.max_failed = max_failed
+    limit = _limit(options.max_failed, "--max-failed")
+    digest = inventory_sha256(options.inventory)
+    if digest != record["inventory"]["sha256"]:
+        say(f"warning: the inventory {options.inventory} changed since run {run.id} began")
+    try:
+        plan = Plan.from_dict(read_json(run.path / PLAN_FILE, run.path))
+    except InputError as err:
+        raise InvalidInput(f"{run.path / PLAN_FILE}: {err.message}", "start a new run") from None
+    nodes = read_nodes(run)
+    unplanned = sorted(set(plan.hosts()) ^ set(nodes))
+    if unplanned or plan.component != record["component"]:
+        raise InvalidInput(
+            f"run {run.id}: {PLAN_FILE} and {NODES_DIR}/ disagree (component {plan.component!r}, "
+            f"hosts in one only: {', '.join(unplanned[:5]) or 'none'})",
+            "start a new run (a ledger is the CLI's own record: do not edit it)",
+        )
+    todo = [h for h, n in nodes.items() if n.get("status") in (PENDING, RUNNING)]
+    _refuse_unplain_versions(run, nodes, todo)
+    inventory = checked_inventory(options.inventory, None, allow_scripts=options.allow_scripts, note=say)
+    refuse_hosts_not_in(todo, inventory.hostvars, run.id, options.inventory)
     say(f"resuming run {run.id} (attempt {len(record['attempts']) + 1}); ledger {run.path}")
     return _execute(run, record, plan, nodes, options, limit, say)
+
+
+def recorded_options(
+    run: Run, record: dict[str, Any], consent: Consent, say: Callable[[str], None]
+) -> RunOptions:
+    """The options run.json recorded, each checked as `upgrade run`'s command line checks it
+    (InvalidInput naming the file and every bad key; nothing runs); consent and the secrets the
+    ledger holds as digests from `consent`, i.e. this command line."""
+    check = RecordProblems(run.run_file)
+    fields = {f for f in RunOptions.__dataclass_fields__}
+    recorded = check.keys("options", record.get("options"), fields)
+    inventory = check.keys("inventory", record.get("inventory"), {"path", "sha256"})
+    check.line("inventory.path", inventory.get("path"))
+    check.names("hosts", record.get("hosts"))
+    if not isinstance(record.get("attempts"), list):
+        check.add("attempts", "is not a list")
+    plan = check.keys("options.plan", recorded.get("plan"), set(PlanOptions.__dataclass_fields__))
+    if plan.get("component") not in COMPONENTS:
+        check.add(
+            "options.plan.component", f"{plan.get('component')!r} is not one of {', '.join(COMPONENTS)}"
+        )
+    check.number("options.plan.canary", plan.get("canary", 1), 0, 10000, whole=True)
+    check.line("options.max_failed", recorded.get("max_failed"))
+    check.number("options.drain_timeout_s", recorded.get("drain_timeout_s", 3600), 1, 86400, whole=True)
+    check.optional_number("options.forks", recorded.get("forks"), 1, 1000)
+    check.line("options.limit", recorded.get("limit"), optional=True)
+    check.raise_any(run.id)
+    try:
+        plan_options = PlanOptions(**plan)
+        _limit(recorded.get("max_failed"), "options.max_failed")
+    except (InputError, TypeError, ValueError, AttributeError) as err:
+        raise InvalidInput(
+            f"run {run.id}'s record {run.run_file}: {getattr(err, 'message', err)}",
+            "start a new run (a ledger is the CLI's own record: do not edit it)",
+        ) from None
+    kept = {k: v for k, v in recorded.items() if k not in ("allow_reboot", "allow_scripts", "extra_vars")}
+    return RunOptions(
+        **{**kept, "inventory": inventory["path"], "plan": plan_options},
+        allow_reboot=consent.allow_reboot,
+        allow_scripts=consent.allow_scripts,
+        extra_vars=resumed_extra_vars(recorded.get("extra_vars", {}), consent.extra_vars, run.id, say),
+    )
 
 
 def _unplain(node: dict[str, Any]) -> list[str]:
@@ -224,7 +313,12 @@ def _new_run(
         "hosts": plan.hosts(),
         "batches": len(plan.batches),
         "halted": None,
-        "options": {**asdict(options), "inventory": None, "plan": options.plan.as_text()},
+        "options": {
+            **asdict(options),
+            "inventory": None,
+            "plan": options.plan.as_text(),
+            "extra_vars": recorded_extra_vars(options.extra_vars),
+        },
         "attempts": [],
     }
     write_json_atomic(run.path / PLAN_FILE, plan.to_dict())
@@ -346,10 +440,9 @@ def _run_batch(
         recorder(name, data)
 
     private = run.path / "artifacts" / f"batch-{index}-{attempt}"
-    private.mkdir(parents=True, exist_ok=True)
+    private_folder(private)
     (private / "limit.txt").write_text("".join(f"{host}\n" for host in todo))
     extravars = {
-        **options.extra_vars,
         "upgrade_node_component": record["component"],
         "upgrade_node_run_id": run.id,
         "upgrade_node_versions": {h: nodes[h]["to"] for h in todo},
@@ -364,6 +457,7 @@ def _run_batch(
         private,
         on_event,
         extravars=extravars,
+        operator_vars=options.extra_vars,  # -e: this command line's, or re-checked on --resume
         limit=f"@{(private / 'limit.txt').resolve()}",
         forks=options.forks,
         mitogen=True,
@@ -421,10 +515,21 @@ def read_nodes(run: Run) -> dict[str, dict[str, Any]]:
     folder = run.path / NODES_DIR
     nodes = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        node = read_json(path)
+        node = read_json(path, run.path)
         if node.get("host") != path.stem:  # write_node writes where the record's host says
             raise InvalidInput(
                 f"{path}: host {node.get('host')!r} is not the file's name", "check the run's ledger folder"
+            )
+        # A status of no node (never exit 0 for a node never upgraded) or a batch that is no number.
+        if (
+            node.get("status") not in STATUSES
+            or isinstance(node.get("batch"), bool)
+            or not isinstance(node.get("batch"), int)
+        ):
+            raise InvalidInput(
+                f"{path}: status {node.get('status')!r} (one of {', '.join(STATUSES)}) or batch "
+                f"{node.get('batch')!r} (a number) is not what the CLI writes",
+                "start a new run for this node (a ledger is the CLI's own record: do not edit it)",
             )
         nodes.append(node)
     order = {h: i for i, h in enumerate(run.read().get("hosts") or [])}

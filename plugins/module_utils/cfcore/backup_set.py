@@ -257,6 +257,7 @@ def _manifest_issues(data) -> list[str]:
         issues.append("components is not a mapping")
     if not isinstance(data["items"], list):
         return [*issues, "items is not a list"]
+    seen: dict[str, int] = {}
     for index, item in enumerate(data["items"]):
         where = f"items[{index}]"
         if not isinstance(item, dict):
@@ -267,9 +268,13 @@ def _manifest_issues(data) -> list[str]:
             issues.append(f"{where} lacks {', '.join(missing)}")
             continue
         try:
-            safe_relpath(item["path"], "the set")
+            path = safe_relpath(item["path"], "the set")
         except ValueError as err:
             issues.append(f"{where}.path: {err}")
+        else:  # one file, one item: a second entry for it would be checked (or restored) once only
+            if path in seen:
+                issues.append(f"{where}.path {item['path']!r} is items[{seen[path]}]'s file again")
+            seen.setdefault(path, index)
         if item["component"] not in COMPONENTS:
             issues.append(f"{where}.component: unknown component {item['component']!r}")
         if not re.fullmatch(r"[0-9a-f]{64}", str(item["sha256"])):

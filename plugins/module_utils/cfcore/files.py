@@ -3,7 +3,8 @@
 Captures, BOM files and inventories come from other people (a support tarball,
 a pull request). A FIFO would hang a reader forever, a link to /dev/zero would
 eat all memory, and a symlink out of a capture would copy any local file into
-a report. Every reader of such input goes through `read_text`.
+a report. Every reader of such input goes through `read_text` (`read_json` for
+JSON, depth-bounded too): the CLI's run ledger, bundle and backup manifests.
 
 Files others read while they change (a bundle served to nodes, a metrics file
 a scraper reads) are written with `write_atomic`.
@@ -12,6 +13,7 @@ a scraper reads) are written with `write_atomic`.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import tempfile
@@ -83,6 +85,41 @@ def read_bytes(path: str, max_bytes: int, root: str | None = None) -> bytes:
 def read_text(path: str, max_bytes: int, root: str | None = None, errors: str = "replace") -> str:
     """`read_bytes` decoded as UTF-8 (undecodable bytes replaced unless errors='strict')."""
     return read_bytes(path, max_bytes, root).decode("utf-8", errors)
+
+
+MAX_JSON_DEPTH = 64  # nesting of a JSON file the CLI reads; its own records nest a few levels
+
+
+def read_json(path: str, max_bytes: int, root: str | None = None, max_depth: int = MAX_JSON_DEPTH):
+    """A JSON file read with `read_bytes` (a regular file, at most `max_bytes`, inside `root`),
+    nested at most `max_depth` deep; UnsafeFile for a file that is not such a file, ValueError for
+    one that is not JSON (UTF-8, within the depth)."""
+    text = read_bytes(path, max_bytes, root).decode("utf-8")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {max_depth} levels") from None
+    if json_depth(data, max_depth) > max_depth:
+        raise ValueError(f"nested deeper than {max_depth} levels")
+    return data
+
+
+def json_depth(data, limit: int) -> int:
+    """How deep `data` nests (a scalar: 0), counted without recursion up to `limit` + 1."""
+    deepest, todo = 0, [(data, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > limit:
+            return deepest
+        todo.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:

@@ -18,6 +18,9 @@ SCHEDULERS = ("slurm", "kubernetes")
 KEYS = ("name", "reason", "scheduler")
 # Slurm: one NodeName, letters, digits, '_', '.', '-', starting with a letter or digit.
 _SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", re.ASCII)
+# Names scontrol takes as keywords, not as one node: NodeName=ALL updates every node of the
+# cluster, DEFAULT is slurm.conf's defaults line (compared case-insensitively).
+SLURM_RESERVED_NAMES = ("all", "default")
 # Kubernetes: a DNS subdomain (RFC 1123), lower case, at most 253 characters.
 _K8S_NAME = re.compile(
     r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII
@@ -58,6 +61,11 @@ def name_problem(name, scheduler: str) -> str | None:
     pattern, wanted = NAME_RULES[scheduler]
     if not isinstance(name, str) or not pattern.fullmatch(name):
         return f"name {name!r} is not {wanted}"
+    if scheduler == "slurm" and name.lower() in SLURM_RESERVED_NAMES:
+        return (
+            f"name {name!r} is a Slurm keyword, not a node (`scontrol update NodeName={name}` "
+            "would act on every node)"
+        )
     return None
 
 

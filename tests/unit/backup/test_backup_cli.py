@@ -170,8 +170,10 @@ def test_backup_install_passes_the_daily_job_to_the_controller(tmp_path, monkeyp
 
     calls = []
 
-    def playbook(path, _inventory, _private, _on_event, *, extravars=None, limit=None, **_):
-        calls.append((Path(path).name, extravars, limit))
+    def playbook(
+        path, _inventory, _private, _on_event, *, extravars=None, operator_vars=None, limit=None, **_
+    ):
+        calls.append((Path(path).name, {**(operator_vars or {}), **extravars}, limit))
         return _Run(0)
 
     monkeypatch.chdir(tmp_path)

@@ -84,3 +84,32 @@ def test_a_set_id_is_exactly_the_form_a_backup_makes():
     assert backup_set.is_set_id(backup_set.new_set_id())
     for bad in ("20261203T013000Z\n", "２０２６１２０３T013000Z", "x20261203T013000Z", None, 20261203):
         assert not backup_set.is_set_id(bad), bad
+
+
+# ------------------------------------------------------------ issue 32 (medium) ----
+
+
+@pytest.mark.parametrize("again", ["slurm/ctl-01/slurm-queue.txt", "slurm/ctl-01/./slurm-queue.txt"])
+def test_verify_refuses_a_manifest_that_lists_one_file_twice(tmp_path, capsys, again):
+    """One file, one item: a second entry would be checked once, or restored twice."""
+    folder = make_set(tmp_path)
+    path = folder / backup_set.MANIFEST_NAME
+    data = json.loads(path.read_text())
+    first = next(i for i in data["items"] if i["path"] == "slurm/ctl-01/slurm-queue.txt")
+    data["items"].append({**first, "path": again, "sha256": "0" * 64})
+    path.write_text(json.dumps(data))
+    assert cli("backup", "verify", str(folder)) == 2
+    err = capsys.readouterr().err
+    assert f"{again!r} is items[" in err and "file again" in err and "fix: " in err
+
+
+def test_verify_names_an_item_reached_through_a_linked_folder(tmp_path, capsys):
+    """`slurm/ctl-01 -> elsewhere`: the items' bytes are right, their place is not the set."""
+    folder = make_set(tmp_path / "sets")
+    host = folder / "slurm" / "ctl-01"
+    elsewhere = tmp_path / "elsewhere"
+    host.rename(elsewhere)
+    os.symlink(elsewhere, host)
+    assert cli("backup", "verify", str(folder)) == 3
+    err = capsys.readouterr().err
+    assert "slurm/ctl-01/slurm-queue.txt: is a symbolic link or lies under one" in err

@@ -144,25 +144,30 @@ def test_points_into_compares_origin_and_path_prefix():
     assert not points_into(BUNDLE, "not a url")
 
 
-def test_outside_urls_lists_url_variables_pointing_elsewhere():
+def test_outside_urls_lists_download_url_variables_pointing_elsewhere():
+    """Only the roles' download URL variables: a webhook, a dashboard address or a vaulted
+    secret merely named `*_url` is no download (issue 32: the example inventory's Alertmanager
+    webhook blocked an offline bring-up and was printed)."""
     host_vars = {
-        "n2": {"nvidia_repo_base_url": "https://developer.download.nvidia.com/x/"},
+        "n2": {"nvidia_cuda_repo_base_url": "https://developer.download.nvidia.com/x/"},
         "n1": {
             "cf_bundle_url": "http://elsewhere/",
             "cann_pip_index_url": "https://pypi.org/simple/",
-            "juicefs_url": f"{BUNDLE}mirror/github.com/juicefs.tgz",
-            "grafana_url": "{{ lookup('env', 'X') }}",
-            "empty_url": "",
-            "slurm_url": ["http://list/"],
-            "ldap_url": "ldaps://ldap/",
-            "url_note": "http://not-a-url-variable/",
+            "juicefs_download_url": f"{BUNDLE}mirror/github.com/juicefs.tgz",
+            "grafana_package_url": "{{ lookup('env', 'X') }}",
+            "slurm_repo_url": "",
+            "slurm_repo_key_url": ["http://list/"],
+            "rdma_doca_repo_url": "ldaps://ldap/",
             "docs_url": "HTTP://Upper/",
+            "vault_alertmanager_chat_url": "https://hooks.example/T000/B000/XXXXSECRET",
+            "grafana_root_url": "http://grafana.example:3000/",
+            "k8s_crictl_url": "HTTP://Upper/crictl.tgz",
         },
     }
     assert outside_urls(host_vars, BUNDLE) == [
         ("n1", "cann_pip_index_url", "https://pypi.org/simple/"),
-        ("n1", "docs_url", "HTTP://Upper/"),
-        ("n2", "nvidia_repo_base_url", "https://developer.download.nvidia.com/x/"),
+        ("n1", "k8s_crictl_url", "HTTP://Upper/crictl.tgz"),
+        ("n2", "nvidia_cuda_repo_base_url", "https://developer.download.nvidia.com/x/"),
     ]
 
 
@@ -244,9 +249,11 @@ def test_a_bad_manifest_is_a_bundle_error_naming_it(tmp_path, content, words):
 def test_verify_names_missing_corrupt_and_truncated_files(tmp_path):
     root, manifest = small_bundle(tmp_path)
     assert verify(root, manifest) == []
-    os.unlink(os.path.join(root, "os/d/Packages"))  # an index: regenerated, not checked
     (tmp_path / "bundle" / "extra.bin").write_bytes(b"not listed")  # not listed: no problem
     assert verify(root, manifest) == []
+    os.unlink(os.path.join(root, "os/d/Packages"))  # an index is checked as any file (issue 32)
+    assert [(p.path, p.kind) for p in verify(root, manifest)] == [("os/d/Packages", "missing")]
+    manifest.files.pop("os/d/Packages")
 
     deb = os.path.join(root, "os/d/a.deb")
     with open(deb, "r+b") as handle:  # same size, one byte flipped

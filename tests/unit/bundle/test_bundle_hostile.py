@@ -202,3 +202,53 @@ def test_verify_reports_a_bad_bundle_as_invalid_input(tmp_path):
     root = make_bundle(tmp_path / "bundle", os_dir="../x")
     result = CliRunner().invoke(group, ["bundle", "verify", str(root)], standalone_mode=False)
     assert isinstance(result.exception, InvalidInput) and "(fix:" not in result.exception.message
+
+
+# ------------------------------------------------------------ issue 32 (medium) ----
+
+
+def test_verify_refuses_a_manifest_that_lists_no_file(tmp_path, capsys):
+    """`"files": {}` would verify any folder: refused (exit 2)."""
+    root = make_bundle(tmp_path / "b")
+    Manifest(targets={}, files={}).write(str(root))
+    assert cli("bundle", "verify", str(root)) == 2
+    err = capsys.readouterr().err
+    assert "bundle.json lists no file" in err and "fix: " in err
+
+
+def test_verify_checks_the_index_entries_too(tmp_path, capsys):
+    root = make_bundle(tmp_path / "b")
+    manifest = Manifest.load(str(root))
+    packages = root / "os/debian-12-amd64/Packages"
+    packages.write_bytes(b"Package: slurmd\n")
+    manifest.add_file(str(root), "os/debian-12-amd64/Packages", "index", "generated")
+    manifest.write(str(root))
+    assert cli("bundle", "verify", str(root)) == 0
+    packages.write_bytes(b"Package: slurmdX")  # same size, other bytes: checked as any file
+    assert cli("bundle", "verify", str(root)) == 3
+    assert "os/debian-12-amd64/Packages: corrupt" in capsys.readouterr().out
+    packages.unlink()
+    assert cli("bundle", "verify", str(root)) == 3
+    assert "os/debian-12-amd64/Packages: missing" in capsys.readouterr().out
+
+
+def test_an_entry_under_a_linked_folder_is_refused(tmp_path, capsys):
+    """`mirror/root -> /`: an entry `mirror/root/etc/hostname` would verify (and serve) a file of
+    the bastion: the link is refused (exit 2), and verify_files names it on its own too."""
+    from cfcore.checksums import verify_files
+
+    root = make_bundle(tmp_path / "b")
+    (root / "mirror").mkdir()
+    os.symlink("/", root / "mirror" / "root")
+    target = Path("/etc/hostname") if Path("/etc/hostname").is_file() else Path("/etc/passwd")
+    relpath = f"mirror/root{target}"
+    manifest = Manifest.load(str(root))
+    manifest.files[relpath] = FileEntry(
+        hashlib.sha256(target.read_bytes()).hexdigest(), target.stat().st_size, "file", "http://x/"
+    )
+    manifest.write(str(root))
+    assert cli("bundle", "verify", str(root)) == 2
+    assert "symbolic link(s): mirror/root" in capsys.readouterr().err
+    expected = {relpath: (manifest.files[relpath].sha256, manifest.files[relpath].size)}
+    [problem] = verify_files(str(root), expected)
+    assert (problem.path, problem.kind) == (relpath, "missing") and "symbolic link" in problem.detail

@@ -299,8 +299,10 @@ def test_a_bad_history_is_exit_2_naming_the_file(tmp_path, capsys, setup):
 def test_install_passes_the_two_jobs_to_the_controller(tmp_path, monkeypatch):
     calls = []
 
-    def playbook(path, inventory, private_dir, on_event, *, extravars=None, limit=None, **_):
-        calls.append((Path(path).name, extravars, limit))
+    def playbook(
+        path, inventory, private_dir, on_event, *, extravars=None, operator_vars=None, limit=None, **_
+    ):
+        calls.append((Path(path).name, {**(operator_vars or {}), **extravars}, limit))
         return Run()
 
     monkeypatch.chdir(tmp_path)

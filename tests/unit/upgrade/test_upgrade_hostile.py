@@ -136,3 +136,129 @@ def test_rollback_refuses_a_ledger_whose_previous_version_is_a_template(site, fa
     err = capsys.readouterr().err
     assert "nodes/g04.json: from " in err and "template syntax" in err
     assert scripted.calls == []
+
+
+# ------------------------------------------ issue 32 (medium): a garbage ledger, consent, secrets ----
+
+
+def _edit(path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("max_failed", "{{ x }}", "options.max_failed"),
+        ("forks", 0, "options.forks"),
+        ("forks", "8", "options.forks"),
+        ("drain_timeout_s", -1, "options.drain_timeout_s"),
+        ("extra_vars", ["x"], "extra_vars is not a mapping"),
+        ("limit", "a\nb", "options.limit"),
+        ("surprise", 1, "unknown key(s) surprise"),
+    ],
+)
+def test_resume_checks_the_recorded_options_as_a_command_line(
+    site,  # noqa: F811
+    fake,  # noqa: F811
+    tmp_path,
+    capsys,
+    key,
+    value,
+    words,
+):
+    folder, _middle = _died_run(site, fake, tmp_path, capsys)
+    _edit(folder / "run.json", lambda record: record["options"].__setitem__(key, value))
+    capsys.readouterr()
+    scripted = fake()
+    assert cli("upgrade", "run", "--resume", folder.name) == 2
+    err = capsys.readouterr().err
+    assert words in err and "fix: " in err
+    assert scripted.calls == []
+
+
+def test_resume_refuses_an_unknown_component_in_the_recorded_plan_options(site, fake, tmp_path, capsys):  # noqa: F811
+    folder, _middle = _died_run(site, fake, tmp_path, capsys)
+    _edit(folder / "run.json", lambda record: record["options"]["plan"].__setitem__("component", "kernel"))
+    capsys.readouterr()
+    scripted = fake()
+    assert cli("upgrade", "run", "--rollback", folder.name) == 2
+    assert "options.plan.component 'kernel'" in capsys.readouterr().err
+    assert scripted.calls == []
+
+
+def test_resume_refuses_a_node_status_the_cli_never_writes(site, fake, tmp_path, capsys):  # noqa: F811
+    """Never exit 0 with a node never upgraded: a status of no node is refused, not skipped."""
+    folder, middle = _died_run(site, fake, tmp_path, capsys)
+    _edit(folder / "nodes" / f"{middle}.json", lambda node: node.__setitem__("status", "finished"))
+    capsys.readouterr()
+    scripted = fake()
+    assert cli("upgrade", "run", "--resume", folder.name) == 2
+    err = capsys.readouterr().err
+    assert f"nodes/{middle}.json: status 'finished'" in err and "fix: " in err
+    assert scripted.calls == []
+
+
+def test_resume_refuses_a_host_that_is_not_in_the_inventory(site, fake, tmp_path, capsys):  # noqa: F811
+    """A host only the ledger names would reach the batch's --limit file: refused before."""
+    folder, middle = _died_run(site, fake, tmp_path, capsys)
+    ghost = "ghost-01"
+    node_file = folder / "nodes" / f"{middle}.json"
+    node = json.loads(node_file.read_text())
+    node_file.unlink()
+    (folder / "nodes" / f"{ghost}.json").write_text(json.dumps({**node, "host": ghost}))
+
+    def rename(plan):
+        for batch in plan["batches"]:
+            batch["hosts"] = [ghost if h == middle else h for h in batch["hosts"]]
+
+    _edit(folder / "plan.json", rename)
+    _edit(
+        folder / "run.json",
+        lambda r: r.__setitem__("hosts", [ghost if h == middle else h for h in r["hosts"]]),
+    )
+    capsys.readouterr()
+    scripted = fake()
+    assert cli("upgrade", "run", "--resume", folder.name) == 2
+    err = capsys.readouterr().err
+    assert "not in the inventory" in err and ghost in err
+    assert scripted.calls == []
+
+
+def test_resume_takes_consent_from_the_command_line_only(site, fake, tmp_path, capsys):  # noqa: F811
+    folder, _middle = _died_run(site, fake, tmp_path, capsys)
+    _edit(folder / "run.json", lambda record: record["options"].update(allow_reboot=True, allow_scripts=True))
+    scripted = fake()
+    assert cli("upgrade", "run", "--resume", folder.name) == 0
+    assert [call["vars"]["upgrade_node_allow_reboot"] for call in scripted.calls] == [False] * len(
+        scripted.calls
+    )
+
+
+def test_resume_with_allow_reboot_given_again_reboots(site, fake, tmp_path, capsys):  # noqa: F811
+    folder, _middle = _died_run(site, fake, tmp_path, capsys)
+    scripted = fake()
+    assert cli("upgrade", "run", "--resume", folder.name, "--allow-reboot") == 0
+    assert scripted.calls and all(call["vars"]["upgrade_node_allow_reboot"] for call in scripted.calls)
+
+
+def test_an_upgrade_run_records_a_secret_as_a_digest_and_resume_asks_for_it(site, fake, tmp_path, capsys):  # noqa: F811
+    plan = json.loads(_plan(site, capsys))
+    middle = plan["batches"][1]["hosts"][0]
+    fake({middle: ("stop", "died")})
+    secret = "FAKE-UPGRADE-SECRET-7731"
+    assert cli(*upgrade_args(site), "-e", f"registry_password={secret}", "-e", "note=plain") == 3
+    folder = only_run(tmp_path)
+    record = json.loads((folder / "run.json").read_text())
+    assert record["options"]["extra_vars"]["note"] == "plain"
+    assert record["options"]["extra_vars"]["registry_password"].startswith("<redacted sha256:")
+    assert not [p for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    capsys.readouterr()
+    scripted = fake()
+    assert cli("upgrade", "run", "--resume", folder.name) == 2
+    err = capsys.readouterr().err
+    assert "registry_password" in err and "-e registry_password=" in err and scripted.calls == []
+    assert cli("upgrade", "run", "--resume", folder.name, "-e", "note=other") == 2
+    assert "recorded in full" in capsys.readouterr().err
+    assert cli("upgrade", "run", "--resume", folder.name, "-e", f"registry_password={secret}") == 0

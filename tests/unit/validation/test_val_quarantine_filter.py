@@ -75,3 +75,18 @@ def test_every_problem_is_listed_at_once():
 def test_the_request_must_be_a_list(nodes):
     with pytest.raises(AnsibleFilterError, match="quarantine_nodes must be a list"):
         cf_quarantine_nodes(nodes, "slurm")
+
+
+@pytest.mark.parametrize("name", ["ALL", "all", "All", "DEFAULT", "default"])
+def test_a_slurm_keyword_is_no_node_name_anywhere_it_is_formed(name):
+    """`scontrol update NodeName=ALL State=DRAIN` drains the whole cluster (issue 32): refused by
+    the playbook's filter (what AWX extra vars reach), the shared rule and every argument vector."""
+    from cfcore import quarantine_rules, scheduler_drain
+
+    with pytest.raises(AnsibleFilterError, match="is a Slurm keyword, not a node"):
+        cf_quarantine_nodes([{**GOOD_SLURM, "name": name}], "slurm")
+    assert "Slurm keyword" in quarantine_rules.name_problem(name, "slurm")
+    for build in (lambda: scheduler_drain.slurm_drain(name, "r"), lambda: scheduler_drain.slurm_resume(name)):
+        with pytest.raises(ValueError, match="Slurm keyword"):
+            build()
+    assert quarantine_rules.name_problem("allegro-01", "slurm") is None  # a name that starts so is fine
