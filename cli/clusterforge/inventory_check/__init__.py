@@ -10,7 +10,8 @@ The checks, each in its own module:
               racks, hosts defined twice with different values
   skus        node_sku known to the catalog and matching the accelerator group
   bom         version formats and compatibility rules (data/bom_rules.yml)
-  framework   PyTorch against the CUDA major, torch_npu against CANN and PyTorch (data/framework_compat.yml)
+  framework   PyTorch against the CUDA major, torch_npu against CANN and PyTorch (data/framework_compat.yml);
+              the framework_* settings of validate --level framework (framework_env, backend, numbers)
   hccn        the Ascend NPU NIC plan and its subnet rule
   topology    the fabric topology (leaf, spine, nvlink_domain): placement, leaf ports, tree, NVLink domains
   addresses   IP/network formats, address inside its network, duplicate addresses fleet-wide
