@@ -316,3 +316,18 @@ def test_vaulted_vars_file_needs_the_vault_password(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(constants, "DEFAULT_VAULT_PASSWORD_FILE", str(password_file))
     outcome = run_check(capsys, inv.root)
     assert outcome.code == 0, outcome.out
+
+
+def test_a_variable_set_differently_in_two_group_vars_all_files_warns(tmp_path, capsys):
+    inv = Inventory(tmp_path / "inv")
+    cuda = inv.load("group_vars/all/versions.yml")["cuda_version"]
+    inv.set_var("group_vars/all/zz-site.yml", "cuda_version", cuda)  # the same value: fine
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 0 and outcome.problems == [], outcome.out
+    inv.set_var("group_vars/all/zz-site.yml", "cuda_version", "12.9")
+    outcome = run_check(capsys, inv.root)
+    [problem] = [p for p in outcome.problems if p["rule"] == "vars.conflict"]
+    assert problem["severity"] == "warning" and problem["variable"] == "cuda_version"
+    assert "group_vars/all/versions.yml" in problem["message"]
+    assert "group_vars/all/zz-site.yml" in problem["message"]
+    assert problem["file"].endswith("group_vars/all/zz-site.yml") and problem["line"] == 1
