@@ -446,3 +446,13 @@ def test_validate_runs_no_inventory_script_without_allow_scripts(tmp_path, monke
     # With the flag the loader runs it (and finds no hosts: still bad input, but the script ran).
     assert run_cli("-i", str(inventory), "--allow-scripts", "--out", str(tmp_path / "out")) == 2
     assert marker.exists()
+
+
+def test_a_deeply_nested_meta_json_is_exit_2(tmp_path, capsys):
+    capture = make_capture(tmp_path / "cap")
+    (capture / "meta.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    assert (
+        run_cli("--from-capture", str(capture), "--sku", "cpu-generic", "--out", str(tmp_path / "out")) == 2
+    )
+    err = capsys.readouterr().err
+    assert "meta.json is not valid JSON: it nests too deep" in err and "fix:" in err
