@@ -456,3 +456,13 @@ def test_a_deeply_nested_meta_json_is_exit_2(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "meta.json is not valid JSON: it nests too deep" in err and "fix:" in err
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "a: " + "[" * 100_000 + "]" * 100_000])
+def test_a_deeply_nested_bom_file_is_exit_2(tmp_path, capsys, text):
+    capture = make_capture(tmp_path / "cap")
+    (tmp_path / "bom.yml").write_text(text)
+    out = str(tmp_path / "out")
+    assert run_cli("--from-capture", str(capture), "--bom", str(tmp_path / "bom.yml"), "--out", out) == 2
+    err = capsys.readouterr().err
+    assert "its YAML or JSON nests too deep" in err and "fix:" in err and "internal error" not in err
