@@ -122,8 +122,10 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore.framework_run import (
+    SETTINGS,
     env_problem,
     run_framework,
+    setting_problem,
 )
 
 ARGUMENT_SPEC = {
@@ -148,9 +150,10 @@ def main() -> None:
     problem = env_problem(params["env"])
     if problem:
         module.fail_json(msg=f"{problem} (inventory variable framework_env)")
-    for name in ("world_size", "timeout_s", "allreduce_timeout_s"):
-        if params[name] < (0 if name == "world_size" else 1):
-            module.fail_json(msg=f"{name} must be {'0 or more' if name == 'world_size' else 'positive'}")
+    for variable, option, *_rest in SETTINGS:
+        problem = setting_problem(variable, params[option])
+        if problem:
+            module.fail_json(msg=f"{problem} (module option {option})")
     node_result = run_framework(params, socket.gethostname(), check_mode=module.check_mode)
     module.exit_json(changed=False, status=node_result["status"], node_result=node_result)
 

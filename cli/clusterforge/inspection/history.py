@@ -75,10 +75,42 @@ def read_report(folder: Path) -> dict[str, Any]:
         data = json.loads(read_text(str(path), MAX_REPORT_BYTES, errors="strict"))
     except (UnsafeFile, OSError, UnicodeDecodeError, ValueError) as err:
         raise InvalidInput(f"cannot read {path}: {err}", fix) from None
+    except RecursionError:
+        raise InvalidInput(f"cannot read {path}: its JSON nests too deep", fix) from None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise InvalidInput(f"{path} is not a validation report (no 'nodes' list)", fix)
+    if not isinstance(data.get("run") or {}, dict):
+        raise InvalidInput(f"{path}: 'run' is a {type(data['run']).__name__}, not a mapping", fix)
+    for index, node in enumerate(data["nodes"]):
+        problem = _node_problem(node) if isinstance(node, dict) else None
+        if problem:
+            host = node.get("host")
+            raise InvalidInput(f"{path}: node {host if isinstance(host, str) else index}: {problem}", fix)
     data["run"] = {**(data.get("run") or {}), "id": folder.name}
     return data
+
+
+def _node_problem(node: dict[str, Any]) -> str | None:
+    """What makes one node result unreadable for the trend (docs/design.md, the node result), or None:
+    `metrics` a mapping of figures (a number a float cannot hold is no figure), `checks` a list
+    whose entries' id, status and message are text."""
+    metrics, checks = node.get("metrics"), node.get("checks")
+    if metrics is not None and not isinstance(metrics, dict):
+        return f"'metrics' is a {type(metrics).__name__}, not a mapping of figures"
+    if checks is not None and not isinstance(checks, list):
+        return f"'checks' is a {type(checks).__name__}, not a list"
+    for check in checks or []:
+        for key in ("id", "status", "message"):
+            value = check.get(key) if isinstance(check, dict) else None
+            if value is not None and not isinstance(value, str):
+                return f"a check's {key!r} is a {type(value).__name__}, not text"
+    for name, value in (metrics or {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                float(value)
+            except OverflowError:
+                return f"metric {name} is out of range ({len(str(value))} digits)"
+    return None
 
 
 def load_reports(history: Path, last: int) -> list[dict[str, Any]]:

@@ -5,12 +5,14 @@
 
 The checks, each in its own module:
   sources     unsafe files (FIFOs, devices, huge files) and inventory scripts, before Ansible opens them
-  files       YAML syntax, duplicate keys, group_vars/host_vars matching nothing
+  files       YAML syntax, duplicate keys, group_vars/host_vars matching nothing, a variable two
+              files of one group or host set to different values
   hosts       required variables (requirements.py), host names, management addresses and ports,
               racks, hosts defined twice with different values
   skus        node_sku known to the catalog and matching the accelerator group
   bom         version formats and compatibility rules (data/bom_rules.yml)
-  framework   PyTorch against the CUDA major, torch_npu against CANN and PyTorch (data/framework_compat.yml)
+  framework   PyTorch against the CUDA major, torch_npu against CANN and PyTorch (data/framework_compat.yml);
+              the framework_* settings of validate --level framework (framework_env, backend, numbers)
   hccn        the Ascend NPU NIC plan and its subnet rule
   topology    the fabric topology (leaf, spine, nvlink_domain): placement, leaf ports, tree, NVLink domains
   addresses   IP/network formats, address inside its network, duplicate addresses fleet-wide
@@ -59,6 +61,7 @@ def check_inventory(sources: list[str], allow_scripts: bool = False) -> Report:
     file_problems = list(inventory_problems)
     for vars_file in vars_files:
         file_problems += file_checks.check_vars_file(vars_file)
+    file_problems += file_checks.check_conflicts(vars_files)
     parse_problems = _without_duplicates_of(loaded.problems, file_problems)
     inventory_parsed = not any(
         p.rule in ("inventory.parse", "yaml.syntax") for p in parse_problems + inventory_problems

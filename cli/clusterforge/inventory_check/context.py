@@ -30,6 +30,10 @@ from clusterforge.inventory_check.values import MAX_VALUES, Encrypted, Vault, ci
 UNRESOLVED = bom_rules.UNRESOLVED
 
 _NATIVE_TYPES = (bool, int, float, str, list, dict)
+_WRONG_PASSWORD_FIX = (
+    "point ANSIBLE_VAULT_PASSWORD_FILE (or the vault identity) at the password this value was "
+    "encrypted with, or encrypt it again with that one (ansible-vault encrypt_string)"
+)
 
 
 def kind(value: Any) -> str:
@@ -150,6 +154,14 @@ class HostView:
         try:
             value = self._vault.reveal(raw)
         except Encrypted as err:
+            if err.wrong_password:  # as for a vaulted file: Ansible would fail on it too
+                return self._unresolved(
+                    variable,
+                    "vars.encrypted",
+                    f"{variable} is vault-encrypted and the vault password given does not decrypt it ({err})",
+                    _WRONG_PASSWORD_FIX,
+                    ERROR,
+                )
             return self._unresolved(
                 variable,
                 "vars.encrypted",
@@ -192,6 +204,15 @@ class HostView:
             return self._templates.render(raw, self.entry.vars, self._render)
         except AnsibleError as err:
             message = str(getattr(err, "message", None) or err).strip().splitlines()[0]
+            if ("vault" in message.lower() or "decrypt" in message.lower()) and self._vault.has_password:
+                return self._unresolved(
+                    variable,
+                    "vars.encrypted",
+                    f"{variable} reads a vault-encrypted value that the vault password given does not "
+                    "decrypt",
+                    _WRONG_PASSWORD_FIX,
+                    ERROR,
+                )
             if "vault" in message.lower() or "decrypt" in message.lower():
                 return self._unresolved(
                     variable,

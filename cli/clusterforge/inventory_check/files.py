@@ -3,7 +3,8 @@
 Ansible reports YAML errors without always naming the line, silently keeps
 the last of two duplicate keys (a host listed twice loses its first entry's
 variables) and ignores group_vars/host_vars files that match no group or host.
-These checks catch all three with file and line.
+These checks catch all three with file and line, and a variable that two files of the same group
+or host set to different values (Ansible keeps the one it reads last without a word).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 from cfcore.files import UnsafeFile, read_text
 
-from clusterforge.inventory_check.problems import ERROR, WARNING, Problem
+from clusterforge.inventory_check.problems import ERROR, WARNING, Problem, display_path
 
 VARS_EXTENSIONS = (".yml", ".yaml", ".json")
 MAX_FILE_BYTES = 16 * 1024 * 1024  # per inventory file: bigger is a mistake or an attack
@@ -274,3 +275,45 @@ def check_orphans(files: list[VarsFile], groups: set[str], hosts: set[str]) -> l
             )
         )
     return problems
+
+
+def check_conflicts(files: list[VarsFile]) -> list[Problem]:
+    """A variable that two files of one group or host (group_vars/all/a.yml and b.yml, all.yml and
+    all/, the same folder in two inventory sources) set to different values: Ansible merges them
+    and keeps one without a word. A warning at the later file, naming both."""
+    by_target: dict[tuple[str, str], list[VarsFile]] = {}
+    for vars_file in files:
+        if isinstance(vars_file.data, dict):
+            by_target.setdefault((vars_file.kind, vars_file.target), []).append(vars_file)
+    problems = []
+    for (kind, target), group in by_target.items():
+        first: dict[str, VarsFile] = {}
+        for vars_file in group:
+            for name, value in vars_file.data.items():
+                earlier = first.setdefault(name, vars_file) if isinstance(name, str) else vars_file
+                if earlier is vars_file or _same(earlier.data[name], value):
+                    continue
+                problems.append(
+                    Problem(
+                        rule="vars.conflict",
+                        message=(
+                            f"{name} is set in {display_path(earlier.path)} and in "
+                            f"{display_path(vars_file.path)} with different values ({kind}_vars of "
+                            f"{target}): Ansible keeps one of them without a word (the file it reads "
+                            "last, in name order)"
+                        ),
+                        fix=f"set {name} in one of the two files only",
+                        severity=WARNING,
+                        file=vars_file.path,
+                        line=_line_of_key(vars_file.path, name),
+                        variable=name,
+                    )
+                )
+    return problems
+
+
+def _same(one: Any, other: Any) -> bool:
+    try:
+        return bool(one == other) and type(one) is type(other)
+    except Exception:  # values YAML cannot make unequal-comparable; be safe: report nothing
+        return True

@@ -7,6 +7,8 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
+from cfcore.topology import NAME_WORDS, rack_problem, suggest
+
 from clusterforge.ansible_env import checkout
 from clusterforge.inventory_check.context import UNRESOLVED, Context, HostView, kind
 from clusterforge.inventory_check.origin import origin_of
@@ -182,19 +184,21 @@ def _management_address(view: HostView) -> list[Problem]:
 
 
 def _rack(view: HostView) -> list[Problem]:
+    """The rack is a Kubernetes label value, a Slurm and Prometheus name as written: the topology's
+    name rule (cfcore.topology.rack_problem), so no two racks are merged by rewriting them."""
     value = view.value("rack")
-    if (
-        value is None
-        or value is UNRESOLVED
-        or (isinstance(value, (str, int)) and not isinstance(value, bool))
-    ):
+    if value is None or value is UNRESOLVED:
+        return []
+    wrong = rack_problem(value)
+    if not wrong:
         return []
     return [
         view.problem(
             "host.rack",
             "rack",
-            f"rack must be a name or number, got {kind(value)} {value!r}",
-            "set rack to the rack's name as in the DC inventory, e.g. r1",
+            f"rack {wrong}",
+            f"set rack to the rack's name as in the DC inventory, e.g. {suggest(value, 'r1')!r} "
+            f"({NAME_WORDS}; the same on every host of that rack)",
         )
     ]
 

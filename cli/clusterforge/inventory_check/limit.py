@@ -4,8 +4,9 @@ Ansible skips empty parts of a pattern, and an empty list of parts means no
 limit at all: `''`, `','`, `':'`, `'['` or `']'` select every host, and an
 unclosed `gpu_nvidia[0:1` the whole group. Here each part must be well formed
 (a name or glob, `~regex`, `group[N]`, `group[N:M]`, `@file`, with `!`/`&`
-in front), each positive part must match a host, and the selection must not
-be empty; otherwise InvalidInput (exit 2) names the part.
+in front), each positive part must match a host, a subscript must be inside its
+group (`gpu_nvidia[99]`: Ansible raises), and the selection must not be empty;
+otherwise InvalidInput (exit 2) names the part.
 """
 
 from __future__ import annotations
@@ -62,22 +63,49 @@ def resolve_limit(manager: Any, limit: str) -> list[str]:
     """Host names the pattern selects, in inventory order, by Ansible's own pattern logic (in-process)."""
     parts = split_limit(limit)
     for part in parts:
-        if part.startswith(("!", "&", "@")):
+        bare = part.lstrip("!&")
+        if bare.startswith("@"):
             continue
-        if not manager.get_hosts(part):
+        hosts = _hosts_of(manager, limit, bare)
+        if not hosts and not part.startswith(("!", "&")):
             raise InvalidInput(
                 f"--limit part {part!r} matches no host of the inventory",
                 "check the name against `ansible-inventory -i INV --graph` (host and group names are "
                 "case-sensitive)",
             )
+    from ansible.errors import AnsibleError
+
     manager.subset(limit)
     try:
         hosts = [host.name for host in manager.get_hosts("all")]
+    except AnsibleError as err:  # every part was resolved above: only Ansible changing its mind
+        raise InvalidInput(f"--limit {limit!r}: {getattr(err, 'message', None) or err}", _FIX) from None
     finally:
         manager.subset(None)
     if not hosts:
         raise InvalidInput(f"--limit {limit!r} selects no host (its parts exclude each other)", _FIX)
     return hosts
+
+
+def _hosts_of(manager: Any, limit: str, pattern: str) -> list[Any]:
+    """The hosts of one part; InvalidInput for a subscript out of the group's range (Ansible raises)."""
+    from ansible.errors import AnsibleError
+
+    try:
+        return manager.get_hosts(pattern)
+    except AnsibleError as err:
+        name = pattern.split("[", 1)[0]
+        try:
+            size = len(manager.get_hosts(name)) if "[" in pattern else None
+        except AnsibleError:
+            size = None
+        if size:
+            fix = f"{name} has {size} host(s): subscripts count from 0, use {name}[0] to {name}[{size - 1}]"
+        else:
+            fix = _FIX
+        raise InvalidInput(
+            f"--limit {limit!r}: {pattern!r} selects no host ({getattr(err, 'message', None) or err})", fix
+        ) from None
 
 
 def _check_regex(limit: str, expression: str) -> None:

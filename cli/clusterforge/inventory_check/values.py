@@ -9,7 +9,9 @@ refused before anything walks it.
 
 Vault: inline `!vault` values load as Ansible's EncryptedString. `Vault.reveal`
 returns the value with them decrypted (one decryption per ciphertext for the
-whole fleet), or raises Encrypted when no password (or a wrong one) was given.
+whole fleet), or raises Encrypted when no password (or a wrong one) was given;
+`Encrypted.wrong_password` tells the two apart (a wrong password is an error,
+as for a vaulted file; none given leaves the value unchecked).
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ def too_large(value: Any, limit: int = MAX_VALUES) -> bool:
 class Encrypted(Exception):
     """A vaulted value that cannot be decrypted (no vault password, or a wrong one)."""
 
+    def __init__(self, message: str, wrong_password: bool = False):
+        super().__init__(message)
+        self.wrong_password = wrong_password
+
 
 class Vault:
     """Decrypts the EncryptedString values of an inventory with the secrets it was loaded with."""
@@ -63,6 +69,11 @@ class Vault:
     def __init__(self, secrets: list | None = None):
         self._secrets = secrets or []
         self._plaintexts: dict[str, Any] = {}
+
+    @property
+    def has_password(self) -> bool:
+        """A vault password was given (so a value it cannot decrypt has the wrong one)."""
+        return bool(self._secrets)
 
     def reveal(self, value: Any) -> Any:
         """`value` with every vaulted part decrypted (the same object when there is none)."""
@@ -86,12 +97,13 @@ class Vault:
             try:
                 plain = VaultLib(secrets=self._secrets).decrypt(ciphertext)
             except AnsibleError as err:
-                self._plaintexts[ciphertext] = Encrypted(str(getattr(err, "message", None) or err))
+                message = str(getattr(err, "message", None) or err)
+                self._plaintexts[ciphertext] = Encrypted(message, wrong_password=self.has_password)
             else:
                 self._plaintexts[ciphertext] = plain.decode("utf-8", "replace")
         plain = self._plaintexts[ciphertext]
         if isinstance(plain, Encrypted):
-            raise Encrypted(*plain.args)
+            raise Encrypted(*plain.args, wrong_password=plain.wrong_password)
         from ansible.module_utils._internal._datatag import AnsibleTagHelper
 
         return AnsibleTagHelper.tag_copy(value, plain)  # keeps the origin (file, line) for messages

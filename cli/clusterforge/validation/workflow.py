@@ -439,6 +439,8 @@ def _bom_vars(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"--bom {path} is not valid YAML or JSON{at}: {_short(problem, 200)}", BOM_FIX
         ) from None
+    except RecursionError:  # a BOM is a flat mapping of versions
+        raise InvalidInput(f"--bom {path} is not a BOM: its YAML or JSON nests too deep", BOM_FIX) from None
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a YAML {type(data).__name__}"
         raise InvalidInput(

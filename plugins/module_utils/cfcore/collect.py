@@ -262,6 +262,8 @@ class CaptureSource:
             meta = json.loads(text)
         except ValueError as exc:
             raise ValueError(f"{where} is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise ValueError(f"{where} is not valid JSON: it nests too deep") from None
         if not isinstance(meta, dict):
             raise ValueError(f"{where} must hold a JSON object")
         return meta

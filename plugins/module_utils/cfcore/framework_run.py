@@ -10,6 +10,10 @@ The training environment is the inventory variable `framework_env`, checked by `
     {kind: image, image: REF, runtime: docker | podman, python: python3, run_args: [...],
      source: SCRIPT, framework: pytorch | mindspore}
 
+The other `framework_*` variables set the module's options (SETTINGS: the backend, world size,
+time limits, CANN version files); `settings_findings` checks them and `framework_env` for
+`clusterforge inventory check`, `setting_problem` is the module's check of the same numbers.
+
 `source` is a shell script sourced before the probe starts (CANN's set_env.sh for torch_npu). An
 image runs as `RUNTIME run --rm` with the node's accelerators passed through: NVIDIA `--gpus all`
 (docker) or the CDI device `nvidia.com/gpu=all` (podman); Ascend the /dev/davinci devices,
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -40,6 +46,18 @@ ENV_KEYS = {
     "venv": ({"kind", "path"}, {"python", "source", "framework"}),
     "image": ({"kind", "image"}, {"runtime", "python", "run_args", "source", "framework"}),
 }
+BACKENDS = ("nccl", "hccl", "gloo")
+# The inventory variables of playbooks/validate_framework.yml, each the module option it sets:
+# (variable, option, "int" | "number", the least value ("number": above it), default, meaning).
+SETTINGS = (
+    ("framework_world_size", "world_size", "int", 0, 0, "ranks of the all-reduce, 0: one per device"),
+    ("framework_timeout_s", "timeout_s", "int", 1, 300, "seconds, the whole probe run"),
+    ("framework_allreduce_timeout_s", "allreduce_timeout_s", "int", 1, 120, "seconds the ranks may take"),
+    ("framework_allreduce_max_s", "allreduce_max_s", "number", 0, 30, "seconds, the all-reduce fails above"),
+    ("framework_allreduce_warn_s", "allreduce_warn_s", "number", 0, 5, "seconds, the all-reduce warns above"),
+)
+_SETTING = {variable: rest for variable, *rest in SETTINGS}
+_WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 PROBE_IN_IMAGE = "/tmp/cf_framework_probe.py"
 ASCEND_MOUNTS = ("/usr/local/Ascend/driver", "/usr/local/dcmi", "/usr/local/bin/npu-smi")
 ASCEND_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
@@ -80,6 +98,121 @@ def env_problem(env) -> str | None:
     if env.get("framework", "pytorch") not in FRAMEWORKS:
         return f"framework_env.framework must be one of {', '.join(FRAMEWORKS)}, got {env.get('framework')!r}"
     return None
+
+
+def _number(value, whole: bool):
+    """`value` as the module's int or float option reads it (a number, or a string of one, as YAML
+    and templating give it); None when the module would refuse it or it is not finite."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if whole:
+            return int(text) if _WHOLE.fullmatch(text) else None
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    if isinstance(value, int):
+        if whole:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, float) and math.isfinite(value):
+        return (int(value) if value.is_integer() else None) if whole else value
+    return None
+
+
+def setting_problem(variable: str, value) -> str | None:
+    """None when `value` is a usable value of the SETTINGS variable, else what is wrong (naming it)."""
+    _option, form, least, _default, meaning = _SETTING[variable]
+    number = _number(value, form == "int")
+    if form == "int" and number is not None and number >= least:
+        return None
+    if form == "number" and number is not None and number > least:
+        return None
+    if form == "number":
+        return f"{variable} must be positive, a number ({meaning}), got {value!r}"
+    if least == 1:
+        return f"{variable} must be positive, a whole number ({meaning}), got {value!r}"
+    return f"{variable} must be 0 or more, a whole number ({meaning}), got {value!r}"
+
+
+def _finding(variable, message, fix, severity="error", rule="framework.settings") -> dict:
+    """A finding in cfcore.bom's shape, about the value itself (reported once, where it is written)."""
+    return {
+        "rule": rule,
+        "variable": variable,
+        "message": message,
+        "fix": fix,
+        "severity": severity,
+        "source": None,
+        "of_value": True,
+    }
+
+
+def settings_findings(values: dict) -> list:
+    """What is wrong with the `framework_*` variables in `values` (only the set, resolved ones):
+    `framework_env` (env_problem), `framework_backend`, the SETTINGS numbers, the warning limit
+    above the failing one, `framework_cann_version_files` (docs/design.md, "Framework readiness")."""
+    found = []
+    if values.get("framework_env") is not None:
+        problem = env_problem(values["framework_env"])
+        if problem:
+            found.append(
+                _finding(
+                    "framework_env",
+                    problem,
+                    "set framework_env to {kind: venv, path: /opt/train/venv} or {kind: image, image: REF} "
+                    "(docs/design.md, 'Framework readiness')",
+                    rule="framework.env",
+                )
+            )
+    backend = values.get("framework_backend")
+    if backend is not None and backend not in BACKENDS:
+        found.append(
+            _finding(
+                "framework_backend",
+                f"framework_backend must be one of {', '.join(BACKENDS)}, got {backend!r}",
+                "set framework_backend to one of those, or leave it unset (NCCL on NVIDIA, HCCL on Ascend)",
+            )
+        )
+    for variable, _option, form, least, default, _meaning in SETTINGS:
+        if values.get(variable) is None:
+            continue
+        problem = setting_problem(variable, values[variable])
+        if problem:
+            at_least = f"a whole number >= {least}" if form == "int" else f"a number > {least}"
+            found.append(
+                _finding(variable, problem, f"set {variable} to {at_least}, or leave it unset ({default})")
+            )
+    warn_s, max_s = values.get("framework_allreduce_warn_s"), values.get("framework_allreduce_max_s", 30)
+    if warn_s is not None and not setting_problem("framework_allreduce_warn_s", warn_s):
+        limit = None if setting_problem("framework_allreduce_max_s", max_s) else _number(max_s, False)
+        if limit is not None and _number(warn_s, False) >= limit:
+            found.append(
+                _finding(
+                    "framework_allreduce_warn_s",
+                    f"framework_allreduce_warn_s ({warn_s}) is not below framework_allreduce_max_s "
+                    f"({max_s}): the all-reduce fails before it would warn",
+                    "set framework_allreduce_warn_s below framework_allreduce_max_s",
+                    severity="warning",
+                )
+            )
+    files = values.get("framework_cann_version_files")
+    if files is not None and (
+        not isinstance(files, list) or not all(isinstance(f, str) and f.startswith("/") for f in files)
+    ):
+        found.append(
+            _finding(
+                "framework_cann_version_files",
+                f"framework_cann_version_files must be a list of absolute paths, got {files!r}",
+                "write it as a YAML list, e.g. [/usr/local/Ascend/cann/opp/version.info], or leave it unset",
+            )
+        )
+    return found
 
 
 def env_label(env: dict) -> str:

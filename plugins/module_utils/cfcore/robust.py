@@ -46,7 +46,10 @@ def numeric(value) -> float | None:
     """A finite int or float as a float; None for anything else (bools are flags, not figures)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        return float(value) if math.isfinite(value) else None
+    except OverflowError:  # an int no float can hold (10**400) is no figure either
+        return None
 
 
 def median_mad(samples: list[float]) -> tuple[float, float]:

@@ -68,10 +68,10 @@ def kind(value) -> str:
     return next((t.__name__ for t in _NATIVE_TYPES if isinstance(value, t)), type(value).__name__)
 
 
-def suggest(value) -> str:
+def suggest(value, fallback: str = "leaf-01") -> str:
     """A valid name close to `value` (for the fix), e.g. 'Leaf 01' -> 'leaf-01'."""
     text = re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-")[:63].strip("-")
-    return text or "leaf-01"
+    return text or fallback
 
 
 def name_problem(value) -> str:
@@ -81,6 +81,15 @@ def name_problem(value) -> str:
     if not NAME_RULE.fullmatch(value):
         return f"{value!r} is not a valid name for Slurm and Kubernetes ({NAME_WORDS})"
     return ""
+
+
+def rack_problem(value) -> str:
+    """'' when `value` is a valid rack: a topology name (NAME_RULE), or a whole number that reads
+    as one (`rack: 2`); else what is wrong with it. The rack is a Kubernetes label value and a
+    Prometheus label as written: no rewriting that would merge `r 1` and `r;1` into one rack."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"must be a name or number, got {kind(value)} {value!r}"
+    return name_problem(str(value))
 
 
 def _set(value) -> bool:
@@ -598,12 +607,14 @@ def _block_lines(entries, slurm_version, block_sizes) -> list:
 
 def node_labels(rack=None, leaf=None, spine=None, nvlink_domain=None) -> dict:
     """The topology labels of one Kubernetes node: topology.clusterforge.io/{rack,leaf,spine,
-    nvlink-domain}, for what is set (the rack as a label value: other characters become '-')."""
+    nvlink-domain}, for what is set; InputError for a value that is not a valid name (rack_problem,
+    name_problem): one is never rewritten into another rack's or switch's label."""
     labels = {}
     if _set(rack):
-        value = re.sub(r"[^A-Za-z0-9_.]+", "-", str(rack).strip())[:63].strip("-_.")
-        if value:
-            labels[LABEL_PREFIX + "rack"] = value
+        wrong = rack_problem(rack)
+        if wrong:
+            raise InputError(f"rack {wrong}", f"rename it ({NAME_WORDS})")
+        labels[LABEL_PREFIX + "rack"] = str(rack)
     for key, value in (("leaf", leaf), ("spine", spine), ("nvlink-domain", nvlink_domain)):
         if _set(value):
             wrong = name_problem(value)

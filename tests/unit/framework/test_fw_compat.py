@@ -164,3 +164,66 @@ def test_inventory_check_passes_a_compatible_bom_and_only_warns_for_newer_releas
     outcome = run_check(capsys, inv.root)
     assert outcome.code == 0, outcome.out
     assert any(p["rule"] == "framework.pytorch_cuda" and p["severity"] == "warning" for p in outcome.problems)
+
+
+# -- the framework_* settings (issue 32) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "rule", "words"),
+    [
+        ("framework_env", {"kind": "conda", "path": "/x"}, "framework.env", "kind must be one of venv"),
+        ("framework_env", {"kind": "venv", "path": "opt/venv"}, "framework.env", "absolute path"),
+        (
+            "framework_env",
+            {"kind": "image", "image": "reg/t:1", "run_args": "--shm-size=8g"},
+            "framework.env",
+            "run_args must be a list",
+        ),
+        ("framework_world_size", -1, "framework.settings", "framework_world_size must be 0 or more"),
+        ("framework_timeout_s", "abc", "framework.settings", "framework_timeout_s must be positive"),
+        ("framework_allreduce_timeout_s", 0, "framework.settings", "must be positive"),
+        ("framework_allreduce_max_s", ".inf", "framework.settings", "must be positive"),
+        ("framework_backend", "mpi", "framework.settings", "must be one of nccl, hccl, gloo"),
+        ("framework_cann_version_files", "/a/version.info", "framework.settings", "list of absolute paths"),
+    ],
+)
+def test_inventory_check_refuses_bad_framework_settings(tmp_path, capsys, variable, value, rule, words):
+    inv = Inventory(tmp_path / "inv")
+    inv.set_var("group_vars/all/framework.yml", variable, value)
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 2, outcome.out
+    [problem] = [p for p in outcome.errors() if p["variable"] == variable]
+    assert problem["rule"] == rule and words in problem["message"], problem
+    assert problem["file"].endswith("group_vars/all/framework.yml") and problem["fix"]
+
+
+def test_inventory_check_passes_good_framework_settings_and_warns_for_warn_above_max(tmp_path, capsys):
+    inv = Inventory(tmp_path / "inv")
+    rel = "group_vars/all/framework.yml"
+    for variable, value in (
+        ("framework_world_size", 2),
+        ("framework_timeout_s", "600"),
+        ("framework_allreduce_max_s", 2.5),
+        ("framework_backend", "gloo"),
+        ("framework_cann_version_files", ["/usr/local/Ascend/cann/opp/version.info"]),
+    ):
+        inv.set_var(rel, variable, value)
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 0 and outcome.problems == [], outcome.out
+    inv.set_var(rel, "framework_allreduce_warn_s", 5)
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 0, outcome.out
+    [warning] = outcome.problems
+    assert warning["variable"] == "framework_allreduce_warn_s" and warning["severity"] == "warning"
+
+
+def test_settings_rules_are_cfcores_and_the_modules():
+    from cfcore.framework_run import setting_problem, settings_findings
+
+    assert setting_problem("framework_world_size", 10**400) is None  # a whole number is one
+    assert setting_problem("framework_allreduce_max_s", 10**400) is not None  # no finite float
+    assert setting_problem("framework_timeout_s", True) is not None
+    assert setting_problem("framework_timeout_s", 8.0) is None
+    assert settings_findings({}) == []
+    assert [f["variable"] for f in settings_findings({"framework_env": "venv"})] == ["framework_env"]

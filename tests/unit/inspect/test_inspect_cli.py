@@ -359,3 +359,37 @@ def test_a_broken_earlier_run_does_not_cost_the_new_one(tmp_path, fleet, capsys)
     assert inspect_run(write_inventory(tmp_path), hist) == 0
     assert len(history.run_dirs(hist)) == 2
     assert f"{broken}/report.json is not a validation report" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("metrics", [1, 2], "'metrics' is a list, not a mapping of figures"),
+        ("metrics", {"gpu.pcie_replay_total": 10**400}, "metric gpu.pcie_replay_total is out of range"),
+        ("checks", {"id": "gpu.count"}, "'checks' is a dict, not a list"),
+        # the table crashed on it (rich cannot render a list)
+        (
+            "checks",
+            [{"id": "gpu.count", "status": "fail", "message": ["x"]}],
+            "a check's 'message' is a list",
+        ),
+    ],
+)
+def test_trend_over_a_malformed_node_result_is_exit_2_naming_the_file(tmp_path, capsys, key, value, words):
+    hist = degrading_history(tmp_path)
+    latest = history.run_dirs(hist)[-1] / "report.json"
+    report = json.loads(latest.read_text())
+    report["nodes"][0][key] = value
+    latest.write_text(json.dumps(report))
+    for fmt in ("json", "table"):
+        assert cli("inspect", "trend", "--history", str(hist), "--format", fmt) == 2
+        err = capsys.readouterr().err
+        assert f"error: {latest}: node gpu-01: {words}" in err and "fix: remove the broken run folder" in err
+
+
+def test_trend_over_deeply_nested_json_is_exit_2(tmp_path, capsys):
+    hist = degrading_history(tmp_path)
+    (history.run_dirs(hist)[-1] / "report.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert cli("inspect", "trend", "--history", str(hist), "--format", "json") == 2
+    err = capsys.readouterr().err
+    assert "nests too deep" in err and "fix:" in err and "Traceback" not in err

@@ -161,3 +161,10 @@ def test_robust_deviation_only_flags_the_bad_side():
 def test_no_report_is_a_bug_not_a_trend():
     with pytest.raises(ValueError, match="at least one report"):
         trend([])
+
+
+def test_a_number_no_float_holds_is_no_figure():
+    from cfcore.robust import numeric
+
+    assert numeric(10**400) is None and numeric(-(10**400)) is None  # was OverflowError
+    assert numeric(7) == 7.0 and numeric(True) is None and numeric(float("nan")) is None

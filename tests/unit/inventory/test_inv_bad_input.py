@@ -160,14 +160,8 @@ def _vault_bom(inv: Inventory, driver: str) -> None:
     )
 
 
-@pytest.mark.parametrize("password", [None, "wrong-password"])
-def test_undecryptable_vault_values_are_reported_not_checked(inv, tmp_path, capsys, monkeypatch, password):
-    from ansible import constants
-
+def test_vault_values_without_a_password_are_reported_not_checked(inv, capsys):
     _vault_bom(inv, "535.183.01")
-    if password:
-        (tmp_path / "pass").write_text(password)
-        monkeypatch.setattr(constants, "DEFAULT_VAULT_PASSWORD_FILE", str(tmp_path / "pass"))
     outcome = run_check(capsys, inv.root)
     assert outcome.code == 0, outcome.out + outcome.err
     warnings = {p["variable"]: p for p in _warnings(outcome, "vars.encrypted")}
@@ -175,6 +169,27 @@ def test_undecryptable_vault_values_are_reported_not_checked(inv, tmp_path, caps
     assert set(warnings) == {"nvidia_driver_version", "nvidia_fabricmanager_version"}, outcome.out
     assert "versions.yml" in warnings["nvidia_driver_version"]["location"]
     assert all("encrypted, not checked" in p["message"] for p in warnings.values())
+
+
+def test_a_wrong_vault_password_for_an_inline_value_is_bad_input(inv, tmp_path, capsys, monkeypatch):
+    # As for a vaulted file (vars.load): exit 2, naming the variable and the file.
+    from ansible import constants
+
+    _vault_bom(inv, "535.183.01")
+    (tmp_path / "pass").write_text("wrong-password")
+    monkeypatch.setattr(constants, "DEFAULT_VAULT_PASSWORD_FILE", str(tmp_path / "pass"))
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 2, outcome.out + outcome.err
+    errors = {p["variable"]: p for p in outcome.errors("vars.encrypted")}
+    assert "nvidia_driver_version" in errors, outcome.out
+    problem = errors["nvidia_driver_version"]
+    assert problem["file"].endswith("group_vars/all/versions.yml")
+    assert "password given does not decrypt it" in problem["message"]
+    assert "ANSIBLE_VAULT_PASSWORD_FILE" in problem["fix"]
+    assert "error:" in outcome.err
+    text = run_check(capsys, inv.root, fmt="text")
+    assert "versions.yml:" in text.out and " nvidia_driver_version: " in text.out
+    assert "error:" in text.err and "fix:" in text.err
 
 
 def test_vault_values_are_decrypted_and_checked_with_the_password(inv, tmp_path, capsys, monkeypatch):

@@ -316,3 +316,32 @@ def test_vaulted_vars_file_needs_the_vault_password(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(constants, "DEFAULT_VAULT_PASSWORD_FILE", str(password_file))
     outcome = run_check(capsys, inv.root)
     assert outcome.code == 0, outcome.out
+
+
+def test_a_variable_set_differently_in_two_group_vars_all_files_warns(tmp_path, capsys):
+    inv = Inventory(tmp_path / "inv")
+    cuda = inv.load("group_vars/all/versions.yml")["cuda_version"]
+    inv.set_var("group_vars/all/zz-site.yml", "cuda_version", cuda)  # the same value: fine
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 0 and outcome.problems == [], outcome.out
+    inv.set_var("group_vars/all/zz-site.yml", "cuda_version", "12.9")
+    outcome = run_check(capsys, inv.root)
+    [problem] = [p for p in outcome.problems if p["rule"] == "vars.conflict"]
+    assert problem["severity"] == "warning" and problem["variable"] == "cuda_version"
+    assert "group_vars/all/versions.yml" in problem["message"]
+    assert "group_vars/all/zz-site.yml" in problem["message"]
+    assert problem["file"].endswith("group_vars/all/zz-site.yml") and problem["line"] == 1
+
+
+def test_a_rack_that_is_no_label_value_is_an_error(tmp_path, capsys):
+    inv = Inventory(tmp_path / "inv")
+    inv.set_host_var("gpu-r1-n01", "rack", "r 1")
+    inv.set_host_var("gpu-r1-n02", "rack", "r;1")
+    inv.set_host_var("gpu-r1-n03", "rack", "räck-1")
+    inv.set_host_var("gpu-r1-n04", "rack", 7)  # a number is a name as written
+    outcome = run_check(capsys, inv.root)
+    assert outcome.code == 2
+    found = {p["host"]: p for p in outcome.errors("host.rack")}
+    assert set(found) == {"gpu-r1-n01", "gpu-r1-n02", "gpu-r1-n03"}, outcome.out
+    assert "'r 1' is not a valid name for Slurm and Kubernetes" in found["gpu-r1-n01"]["message"]
+    assert "'r-1'" in found["gpu-r1-n01"]["fix"]

@@ -267,14 +267,23 @@ def test_block_needs_every_worker_in_a_domain():
 
 
 def test_node_labels():
-    assert tp.node_labels("r 1", "leaf-a", None, "nvl-1") == {
-        "topology.clusterforge.io/rack": "r-1",
+    assert tp.node_labels("r1", "leaf-a", None, "nvl-1") == {
+        "topology.clusterforge.io/rack": "r1",
         "topology.clusterforge.io/leaf": "leaf-a",
         "topology.clusterforge.io/nvlink-domain": "nvl-1",
     }
+    assert tp.node_labels(2) == {"topology.clusterforge.io/rack": "2"}
     assert tp.node_labels() == {}
     with pytest.raises(InputError):
         tp.node_labels(leaf="Leaf A")
+
+
+@pytest.mark.parametrize("rack", ["r 1", "r;1", "r-1-", "räck-1", "R1", True, ["r1"]])
+def test_a_rack_is_never_rewritten_into_another_label(rack):
+    # 'r 1' and 'r;1' used to become the one label 'r-1', and 'räck-1' none at all
+    assert tp.rack_problem(rack)
+    with pytest.raises(InputError, match="rack"):
+        tp.node_labels(rack)
 
 
 def test_hypernodes_only_from_volcano_1_12():

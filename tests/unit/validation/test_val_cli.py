@@ -446,3 +446,23 @@ def test_validate_runs_no_inventory_script_without_allow_scripts(tmp_path, monke
     # With the flag the loader runs it (and finds no hosts: still bad input, but the script ran).
     assert run_cli("-i", str(inventory), "--allow-scripts", "--out", str(tmp_path / "out")) == 2
     assert marker.exists()
+
+
+def test_a_deeply_nested_meta_json_is_exit_2(tmp_path, capsys):
+    capture = make_capture(tmp_path / "cap")
+    (capture / "meta.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    assert (
+        run_cli("--from-capture", str(capture), "--sku", "cpu-generic", "--out", str(tmp_path / "out")) == 2
+    )
+    err = capsys.readouterr().err
+    assert "meta.json is not valid JSON: it nests too deep" in err and "fix:" in err
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "a: " + "[" * 100_000 + "]" * 100_000])
+def test_a_deeply_nested_bom_file_is_exit_2(tmp_path, capsys, text):
+    capture = make_capture(tmp_path / "cap")
+    (tmp_path / "bom.yml").write_text(text)
+    out = str(tmp_path / "out")
+    assert run_cli("--from-capture", str(capture), "--bom", str(tmp_path / "bom.yml"), "--out", out) == 2
+    err = capsys.readouterr().err
+    assert "its YAML or JSON nests too deep" in err and "fix:" in err and "internal error" not in err

@@ -109,6 +109,10 @@ def test_limit_keeps_ansible_patterns(inventory_dir):
         ("~gpu[,ctl-01", "not a valid regular expression"),
         ("gpu-01,nosuchhost", "'nosuchhost' matches no host"),
         ("gpu_nvidia:&slurm_controller", "selects no host"),
+        ("gpu_nvidia[99]", "'gpu_nvidia[99]' selects no host"),
+        ("gpu_nvidia[-3]", "'gpu_nvidia[-3]' selects no host"),
+        ("all,!gpu_nvidia[2]", "'gpu_nvidia[2]' selects no host"),
+        ("all:&gpu_nvidia[5]", "'gpu_nvidia[5]' selects no host"),
     ],
 )
 def test_malformed_or_empty_limit_is_refused(inventory_dir, limit, words):
@@ -132,3 +136,27 @@ def test_validate_exits_2_on_a_widening_limit_before_running_anything(inventory_
             )
         assert exc.value.code == 2
         assert "--limit" in capsys.readouterr().err
+
+
+def test_an_out_of_range_subscript_is_bad_input_not_an_internal_error(inventory_dir, monkeypatch, capsys):
+    # Ansible raises AnsibleError for gpu_nvidia[99]: it was exit 1, "internal error: AnsibleError".
+    from clusterforge.main import main
+    from clusterforge.validation import workflow
+
+    monkeypatch.setattr(workflow, "run_playbook", lambda *a, **k: pytest.fail("the playbook ran"))
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "validate",
+                "-i",
+                str(inventory_dir),
+                "--limit",
+                "gpu_nvidia[99]",
+                "--out",
+                str(inventory_dir / "o"),
+            ]
+        )
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert "error: --limit 'gpu_nvidia[99]'" in err and "internal error" not in err
+    assert "fix: gpu_nvidia has 2 host(s): subscripts count from 0, use gpu_nvidia[0] to gpu_nvidia[1]" in err
