@@ -36,6 +36,7 @@ import tempfile
 import time
 
 from . import framework_probe
+from .bom import finding as bom_finding
 from .checks import framework as checks
 from .results import worst
 
@@ -142,15 +143,7 @@ def setting_problem(variable: str, value) -> str | None:
 
 def _finding(variable, message, fix, severity="error", rule="framework.settings") -> dict:
     """A finding in cfcore.bom's shape, about the value itself (reported once, where it is written)."""
-    return {
-        "rule": rule,
-        "variable": variable,
-        "message": message,
-        "fix": fix,
-        "severity": severity,
-        "source": None,
-        "of_value": True,
-    }
+    return bom_finding(rule, variable, message, fix, severity, source=None, of_value=True)
 
 
 def settings_findings(values: dict) -> list:
