@@ -59,6 +59,7 @@ class Part:
     stack: str = ""  # the stack whose CI budget it counts towards (Molecule)
     lock: str = ""  # parts with the same lock never run at once (a role's scenarios share names)
     cwd: Path = ROOT
+    env: dict[str, str] = field(default_factory=dict)
     setup: bool = False  # its failure stops the run: exit 4
     # runtime
     state: str = "waiting"  # waiting, running, ok, failed, skipped
@@ -161,6 +162,9 @@ def plan(lab_modules: list[str] | None = None) -> list[Part]:
                 stack=stack_of(role),
                 lock=f"molecule {role}",
                 cwd=ROOT / "roles" / role,
+                # Molecule's own default (~/.ansible/tmp/molecule.<hash of the role folder's name>)
+                # is shared by every checkout on the machine: one per checkout and scenario instead.
+                env={"MOLECULE_EPHEMERAL_DIRECTORY": str(ROOT / ".cache" / "molecule" / role / scenario)},
             )
         )
     return parts
@@ -228,11 +232,14 @@ def stamp(t0: float) -> str:
 
 
 def start(part: Part, env: dict) -> None:
+    ephemeral = part.env.get("MOLECULE_EPHEMERAL_DIRECTORY")
+    if ephemeral:  # an interrupted run's state makes Molecule skip create and prepare: start afresh
+        (Path(ephemeral) / "state.yml").unlink(missing_ok=True)
     log = log_path(part).open("w")
     part.proc = subprocess.Popen(
         part.argv,
         cwd=part.cwd,
-        env=env,
+        env={**env, **part.env},
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
