@@ -52,8 +52,8 @@ class Part:
     needs: tuple[str, ...] = ()
     budget_s: int = 0
     cores: int = 1  # how much of the machine it keeps busy (the scheduler's unit)
-    # The critical path (the lab) runs at normal priority; the parts beside it are niced, so they
-    # take the cores the lab leaves idle instead of slowing it down (its nodes inherit the priority).
+    # The critical path (the lab) runs at normal priority; the parts beside it are niced (see
+    # lower_priority), so they take the cores the lab leaves idle instead of slowing it down.
     nice: int = 10
     group: str = ""  # lint, unit, molecule, lab, setup: what the command line selects
     stack: str = ""  # the stack whose CI budget it counts towards (Molecule)
@@ -164,7 +164,12 @@ def plan(lab_modules: list[str] | None = None) -> list[Part]:
                 cwd=ROOT / "roles" / role,
                 # Molecule's own default (~/.ansible/tmp/molecule.<hash of the role folder's name>)
                 # is shared by every checkout on the machine: one per checkout and scenario instead.
-                env={"MOLECULE_EPHEMERAL_DIRECTORY": str(ROOT / ".cache" / "molecule" / role / scenario)},
+                env={
+                    "MOLECULE_EPHEMERAL_DIRECTORY": str(ROOT / ".cache" / "molecule" / role / scenario),
+                    # The nodes' share of the CPU against the lab's nodes (podman's default: 1024):
+                    # containers live in cgroups of their own, out of reach of nice.
+                    "CFMOL_CPU_SHARES": "128",
+                },
             )
         )
     return parts
@@ -231,6 +236,15 @@ def stamp(t0: float) -> str:
     return f"[{time.monotonic() - t0:6.0f} s]"
 
 
+def lower_priority(nice: int) -> None:
+    """In the part's child, before exec: nice it, and its autogroup too. Each part is a session of its
+    own, and with autogroups (Debian's default) the kernel shares the CPU between sessions first,
+    whatever their processes' nice values."""
+    os.nice(nice)
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as autogroup:
+        autogroup.write(str(nice))
+
+
 def start(part: Part, env: dict) -> None:
     ephemeral = part.env.get("MOLECULE_EPHEMERAL_DIRECTORY")
     if ephemeral:  # an interrupted run's state makes Molecule skip create and prepare: start afresh
@@ -243,7 +257,7 @@ def start(part: Part, env: dict) -> None:
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
-        preexec_fn=(lambda: os.nice(part.nice)) if part.nice else None,
+        preexec_fn=(lambda: lower_priority(part.nice)) if part.nice else None,
         start_new_session=True,  # its own process group: stop() ends the part with all it started
     )
     log.close()
