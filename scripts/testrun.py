@@ -228,6 +228,10 @@ def lab_modules(words: list[str]) -> list[str] | None:
     return modules or None
 
 
+def for_humans(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def log_path(part: Part) -> Path:
     return LOGS / (part.name.replace(": ", "-").replace(" ", "-").replace("/", "-").replace(",", "") + ".log")
 
@@ -281,7 +285,7 @@ def report(part: Part) -> None:
     lines = log_path(part).read_text(errors="replace").splitlines()
     shown = lines if part.state == "failed" else lines[-TAIL_LINES:]
     verdict = "ok" if part.state == "ok" else f"FAILED (rc={part.rc})"
-    print(f"\n===== {part.name}: {verdict} in {part.seconds:.0f} s (log: {log_path(part).relative_to(ROOT)})")
+    print(f"\n===== {part.name}: {verdict} in {part.seconds:.0f} s (log: {for_humans(log_path(part))})")
     if len(shown) < len(lines):
         print(f"... ({len(lines) - len(shown)} earlier lines in the log)")
     print("\n".join(shown), flush=True)
@@ -394,7 +398,7 @@ def main(argv: list[str]) -> int:
     }
     print(
         f"parts: {', '.join(p.name for p in parts)}\nat once: {slots} cores' worth, "
-        f"{molecule_at_once} Molecule scenarios; logs in {LOGS.relative_to(ROOT)}",
+        f"{molecule_at_once} Molecule scenarios; logs in {for_humans(LOGS)}",
         flush=True,
     )
 
