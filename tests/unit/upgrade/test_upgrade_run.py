@@ -10,6 +10,7 @@ node's previous version, and bad input.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,8 +199,11 @@ def test_a_killed_controller_s_leftover_processes_are_stopped(tmp_path):
 
     folder = tmp_path / "run" / "artifacts"
     folder.mkdir(parents=True)
-    leftover = subprocess.Popen(["sh", "-c", f"sleep 300 # {folder}/batch-3-1/limit.txt"])
-    bystander = subprocess.Popen(["sh", "-c", f"sleep 300 # {tmp_path}/other/artifacts"])
+    # One process each, naming its folder in its arguments: a shell would fork before it runs sleep,
+    # and for a moment two processes would name the folder.
+    nap = [sys.executable, "-c", "import time; time.sleep(300)"]
+    leftover = subprocess.Popen([*nap, f"{folder}/batch-3-1/limit.txt"])
+    bystander = subprocess.Popen([*nap, f"{tmp_path}/other/artifacts"])
     try:
         assert leftover_processes(folder) == [leftover.pid]
         assert stop_leftover_processes(folder, grace_s=5) == [leftover.pid]
