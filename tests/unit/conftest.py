@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 
 import pytest
+from patience import HANG_S
 
 
 @pytest.fixture
@@ -12,10 +13,10 @@ def watchdog():
     """Fail instead of hanging: a FIFO read by mistake, or an alias bomb walked, would block forever."""
 
     def expired(_signum, _frame):
-        raise TimeoutError("the command under test hung (watchdog: 60 s)")
+        raise TimeoutError(f"the command under test hung (watchdog: {HANG_S} s)")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(60)
+    signal.alarm(HANG_S)
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)

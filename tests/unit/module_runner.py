@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from patience import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_module(name: str, args: dict, env: dict | None = None, timeout: int = 120) -> dict:
+def run_module(name: str, args: dict, env: dict | None = None, timeout: int = HANG_S) -> dict:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT / '.collections')!r});"
         f"from ansible_collections.clusterforge.cluster.plugins.modules import {name} as m;"

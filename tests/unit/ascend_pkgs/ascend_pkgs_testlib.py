@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from patience import HANG_S
+
 PKGS_DIR = Path(__file__).resolve().parents[2] / "ascend_pkgs"
 HWREPLAY = Path(__file__).resolve().parents[2] / "hwreplay" / "hwreplay.py"
 
@@ -60,7 +62,7 @@ class Sandbox:
             capture_output=True,
             text=True,
             env=environment,
-            timeout=60,
+            timeout=HANG_S,
             check=False,
         )
 

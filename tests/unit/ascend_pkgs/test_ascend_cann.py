@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 from ascend_pkgs_testlib import KERNELS, NNAL, OPS, TOOLKIT, info
+from patience import HANG_S
 
 T82 = TOOLKIT.format(version="8.2.RC1")
 T85 = TOOLKIT.format(version="8.5.0")
@@ -29,7 +30,7 @@ def sourced(sandbox, set_env: str, package: str, *args: str):
     env = {k: v for k, v in os.environ.items() if k != "ASCEND_TOOLKIT_HOME"}
     env["ASCEND_PKGS_ROOT"] = str(sandbox.root)
     return subprocess.run(
-        ["bash", "-c", command, "sourced", *args], capture_output=True, text=True, env=env, timeout=60
+        ["bash", "-c", command, "sourced", *args], capture_output=True, text=True, env=env, timeout=HANG_S
     )
 
 

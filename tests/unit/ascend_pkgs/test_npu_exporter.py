@@ -15,6 +15,7 @@ import zipfile
 
 import pytest
 from ascend_pkgs_testlib import EXPORTER, HWREPLAY
+from patience import HANG_S
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def free_port() -> int:
 
 
 def run(exporter, *args, env=None):
-    return subprocess.run([str(exporter), *args], capture_output=True, text=True, env=env, timeout=30)
+    return subprocess.run([str(exporter), *args], capture_output=True, text=True, env=env, timeout=HANG_S)
 
 
 def test_version(exporter):
@@ -94,11 +95,11 @@ def test_bad_flags_exit_non_zero_with_a_message(exporter, args, rc, message):
         assert "Usage of npu-exporter:" in done.stderr
 
 
-def scrape(url: str, deadline: float = 20.0) -> str:
+def scrape(url: str, deadline: float = HANG_S) -> str:
     end = time.monotonic() + deadline
     while True:
         try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
+            with urllib.request.urlopen(url, timeout=HANG_S) as answer:
                 return answer.read().decode()
         except urllib.error.HTTPError:
             raise  # the server answered: no retry
@@ -128,7 +129,7 @@ def serve(exporter, tmp_path):
     for process in started:
         if process.poll() is None:
             process.kill()
-        process.communicate(timeout=10)
+        process.communicate(timeout=HANG_S)
 
 
 def samples(text: str) -> dict:
@@ -137,7 +138,7 @@ def samples(text: str) -> dict:
 
 def test_the_last_flag_wins(serve, watchdog):
     process, _base = serve("910b-healthy", "-port", "1")  # after the fixture's -port=<free port>, as in Go
-    assert process.wait(timeout=20) == 1
+    assert process.wait(timeout=HANG_S) == 1
     assert "the port 1 is out of range" in process.stderr.read()
 
 
@@ -163,7 +164,7 @@ def test_metrics_follow_the_replayed_npus(serve, watchdog):
         scrape(base + "/")
     assert missing.value.code == 404
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=10) == 0
+    assert process.wait(timeout=HANG_S) == 0
 
 
 def test_multi_die_npus_are_one_chip_each_by_phy_id(serve, watchdog):
@@ -174,7 +175,7 @@ def test_multi_die_npus_are_one_chip_each_by_phy_id(serve, watchdog):
     ids = sorted(int(key.split('id="', 1)[1].split('"', 1)[0]) for key in health)
     assert ids == list(range(16)) and set(health.values()) == {"1"}, health
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=10) == 0
+    assert process.wait(timeout=HANG_S) == 0
 
 
 def test_a_failing_npu_smi_is_reported_not_hidden(serve, watchdog):
@@ -184,7 +185,7 @@ def test_a_failing_npu_smi_is_reported_not_hidden(serve, watchdog):
     assert "machine_npu_nums" not in values
     assert not any(k.startswith("npu_chip_info_health_status") for k in values)
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=10) == 0
+    assert process.wait(timeout=HANG_S) == 0
 
 
 def test_a_busy_port_is_refused(serve, exporter, tmp_path, watchdog):

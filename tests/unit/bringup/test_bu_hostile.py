@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from clusterforge.bringup import workflow
 from fake_ansible import FakeAnsible
+from patience import HANG_S
 from test_bu_workflow import NO_VALIDATE, cli, only_run, site  # noqa: F401  (the fixture)
 
 SECRETS = ("FAKE-SECRET-db-4417", "FAKE-SECRET-token-9921", "FAKE-SECRET-munge-0042", "FAKE-SECRET-url-7")
@@ -44,7 +45,7 @@ def no_hang():
         raise TimeoutError("the ledger reader hung (a FIFO opened?)")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(60)
+    signal.alarm(HANG_S)
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)

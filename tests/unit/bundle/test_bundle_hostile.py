@@ -19,6 +19,7 @@ from cfcore.bundle import INDEX_VARIABLES, URL_VARIABLES, BundleError, FileEntry
 from clusterforge.bundle.serve import bundle_vars, make_server, serve_forever
 from clusterforge.errors import InvalidInput
 from clusterforge.main import main
+from patience import HANG_S
 
 ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE = "{{ lookup('pipe', 'id -un') }}"
@@ -142,7 +143,7 @@ def test_a_symbolic_link_in_the_bundle_is_refused(tmp_path, capsys, link):
 
 def _get(url: str) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
+        with urllib.request.urlopen(url, timeout=HANG_S) as answer:
             return answer.status
     except urllib.error.HTTPError as err:
         return err.code

@@ -14,6 +14,7 @@ from cfcore.outputs import Output
 from cfcore.parsers import MAX_INPUT_BYTES
 from cfcore.validate import validate_node
 from chkdata import CAPTURES, H100_SKU, h100_expected
+from patience import HANG_S
 
 
 def copy_capture(tmp_path, name: str = "h100-healthy"):
@@ -159,7 +160,7 @@ def test_a_tool_printing_past_the_limit_is_stopped_and_refused(tmp_path):
     tool.write_text("#!/bin/sh\nwhile :; do cat /dev/zero; done\n")
     tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
     source = LiveSource(extra_dirs=(), env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
-    rc, out, err = source.run(["nvidia-smi", "nvlink", "-s"], timeout=60)
+    rc, out, err = source.run(["nvidia-smi", "nvlink", "-s"], timeout=HANG_S)
     assert (rc, out) == (RC_REFUSED, "")
     assert err == "nvidia-smi nvlink -s: output over 16 MiB, not the tool's normal output"
     output = Collector(source).run(["nvidia-smi", "nvlink", "-s"], "nvidia-smi-nvlink")

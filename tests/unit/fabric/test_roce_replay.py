@@ -14,6 +14,7 @@ from replaylib import control
 from replaylib.common import Context
 from replaylib.profiles import resolve
 from replaylib.tools import run_tool
+from patience import HANG_S
 
 # isort: on
 
@@ -115,11 +116,11 @@ def test_mlnx_qos_is_answered_live_through_its_shim(tmp_path):
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stderr
     seen = subprocess.run(
-        ["mlnx_qos", "-i", "enp94s0np0"], env=env, capture_output=True, text=True, check=False, timeout=60
+        ["mlnx_qos", "-i", "enp94s0np0"], env=env, capture_output=True, text=True, check=False, timeout=HANG_S
     )
     assert parse_mlnx_qos(seen.stdout)["pfc"][3] == 1
 

@@ -17,6 +17,7 @@ import pytest
 from cfcore import framework_probe
 from cfcore.checks.framework import judge
 from clusterforge.lab import train_env
+from patience import HANG_S
 
 PROBE = Path(framework_probe.__file__)
 ROOT = Path(__file__).resolve().parents[3]
@@ -174,7 +175,7 @@ def test_a_hung_rank_is_cut_off_at_the_time_limit(tmp_path):
     report = probe(
         packages(tmp_path, FAKE_TORCH), "--vendor", "nvidia", "--timeout", "3", FAKE_TORCH_HANG_RANK="3"
     )
-    assert time.monotonic() - clock < 60
+    assert time.monotonic() - clock < HANG_S / 2  # cut off, not waited for
     assert "rank(s) 3 reported nothing within 3 s" in report["allreduce"]["error"]
     assert report["allreduce"]["seconds"] is None
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from cfcore import validation_metrics
 from metric_names import PromQLTokenError, grafana_query_names, metric_names
+from patience import HANG_S
 
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARDS = REPO / "roles" / "grafana" / "files" / "dashboards"
@@ -329,7 +330,7 @@ def _promtool_check(tmp_path: Path, exprs: list[str]) -> subprocess.CompletedPro
     path = tmp_path / "dashboard-exprs.yml"
     path.write_text(yaml.safe_dump(rules, sort_keys=False))
     return subprocess.run(
-        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False
+        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, timeout=HANG_S, check=False
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from cfcore.parsers.hccn import parse_hccn_ip, parse_hccn_net_health
 from hwreplay_testlib import HWREPLAY_DIR
+from patience import HANG_S
 from replaylib import ascend_installed, control
 from replaylib.common import Context
 from replaylib.profiles import resolve
@@ -305,7 +306,7 @@ def test_other_ascend_paths_render_live(anode, no_fallback, variable, tmp_path):
 def run_shim(env: dict, *argv: str) -> subprocess.CompletedProcess:
     path = Path(env["HWREPLAY_BIN_DIR"]) / argv[0]
     return subprocess.run(
-        [str(path), *argv[1:]], env=env, capture_output=True, text=True, timeout=60, check=False
+        [str(path), *argv[1:]], env=env, capture_output=True, text=True, timeout=HANG_S, check=False
     )
 
 

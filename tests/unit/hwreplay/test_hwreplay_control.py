@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from hwreplay_testlib import ALL_PROFILES, HWREPLAY_DIR, replay_env
+from patience import HANG_S
 from replaylib import control, shims
 from replaylib.common import PROGRAM, ReplayError
 
@@ -139,7 +140,7 @@ def run_program(tmp_path, *argv, argv0=None, extra_env=None):
         command = [PYTHON, str(link), *argv]
     else:
         command = [PYTHON, script, *argv]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=HANG_S, check=False)
 
 
 def test_dispatch_on_program_name(tmp_path):
@@ -223,6 +224,6 @@ def test_fabricmanager_notifies_systemd_and_stops_on_sigterm(tmp_path):
             assert process.poll() is None  # keeps running, like the real daemon
         finally:
             process.send_signal(signal.SIGTERM)
-            output, _ = process.communicate(timeout=30)
+            output, _ = process.communicate(timeout=HANG_S)
     assert process.returncode == 0
     assert "Successfully configured all the available NVSwitches" in output

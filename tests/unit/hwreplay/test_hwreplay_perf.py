@@ -20,6 +20,7 @@ import time
 import pytest
 import yaml
 from hwreplay_testlib import HWREPLAY_DIR, perf_commands
+from patience import HANG_S
 from replaylib import mpi, peer, perf, perftest
 from replaylib.common import Context, ReplayError
 from replaylib.profiles import resolve
@@ -586,11 +587,12 @@ def ib_pair(server_ctx, server_profile, client_ctx, client_profile, server_args,
 def test_ib_write_bw_loopback_goes_through_the_hca_not_the_cable(node):
     port = free_port()
     args = perftest_args("mlx5_3", port, "--use_cuda=3")
+    args[args.index("-D") + 1] = str(HANG_S)  # a replay that waited out -D would fail the check below
     started = time.monotonic()
     server, client = ib_pair(
         node, "h100-perf-bad-rail", node, "h100-perf-bad-rail", args, [*args, "127.0.0.1"]
     )
-    assert time.monotonic() - started < 5  # -D 5 or not: a fraction of a second
+    assert time.monotonic() - started < HANG_S / 2
     for result in (server, client):
         assert (result.rc, result.stderr) == (0, "")
         parsed = parse("ib-perftest", result.stdout)
@@ -716,7 +718,7 @@ def test_ib_write_bw_server_process_and_client_meet(node, tmp_path):
     )
     node.env["HWREPLAY_IB_CONNECT_WAIT_S"] = "10"  # the server's Python is still starting
     client = run(node, "h100-healthy", "ib_write_bw", *perftest_args("mlx5_7", port), "127.0.0.1")
-    out, err = server.communicate(timeout=30)
+    out, err = server.communicate(timeout=HANG_S)
     assert (server.returncode, err, client.rc) == (0, "", 0)
     assert (
         parse("ib-perftest", out)["bw_avg_gbps"]
@@ -743,7 +745,7 @@ def test_installed_shims_run_the_benchmarks_end_to_end(ctx, tmp_path):
         "-g",
         "1",
     ]
-    done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=HANG_S, check=False)
     assert (done.returncode, done.stderr) == (0, "")
     parsed = parse("nccl-tests", done.stdout)
     assert parsed["n_ranks"] == 8 and len({device["pid"] for device in parsed["devices"]}) == 8
@@ -756,10 +758,10 @@ def test_installed_shims_run_the_benchmarks_end_to_end(ctx, tmp_path):
         env=dict(env, HWREPLAY_IB_CONNECT_WAIT_S="10"),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=False,
     )
-    out, _ = server.communicate(timeout=30)
+    out, _ = server.communicate(timeout=HANG_S)
     assert server.returncode == client.returncode == 0, client.stderr
     assert (
         parse("ib-perftest", client.stdout)["bw_avg_gbps"]

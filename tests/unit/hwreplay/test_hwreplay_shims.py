@@ -13,6 +13,7 @@ import hwreplay
 import pytest
 import yaml
 from hwreplay_testlib import ALL_PROFILES, HWREPLAY_DIR, NOW
+from patience import HANG_S
 from replaylib import control, prerender, shims
 from replaylib.common import Context, ctime
 from replaylib.profiles import resolve
@@ -71,7 +72,11 @@ def shim(env: dict, *argv: str, extra_env: dict | None = None) -> subprocess.Com
     if not path.exists():  # vendor tools the SDK puts on PATH (ppu-smi) live apart
         path = Path(env["HWREPLAY_VENDOR_BIN_DIR"]) / argv[0]
     return subprocess.run(
-        [str(path), *argv[1:]], env={**env, **(extra_env or {})}, capture_output=True, timeout=60, check=False
+        [str(path), *argv[1:]],
+        env={**env, **(extra_env or {})},
+        capture_output=True,
+        timeout=HANG_S,
+        check=False,
     )
 
 

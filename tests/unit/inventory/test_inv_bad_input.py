@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from invcase import EXAMPLE, Inventory, run_check
+from patience import HANG_S
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -250,7 +251,7 @@ def test_unsafe_files_are_refused_before_anything_opens_them(inv, capsys, rel, m
     make(path)
     started = time.monotonic()
     outcome = run_check(capsys, inv.root)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < HANG_S / 2
     assert outcome.code == 2
     [problem] = outcome.errors("file.unsafe")
     assert rel in problem["location"] and "refusing to read it" in problem["message"]
@@ -361,7 +362,7 @@ def test_alias_bomb_in_a_checked_variable_is_refused(inv, capsys):
     inv.write("group_vars/all/zz-bomb.yml", _BOMB.format(variable="clusterforge_sku_catalog"))
     started = time.monotonic()
     outcome = run_check(capsys, inv.root)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < HANG_S / 2
     assert outcome.code == 2
     [problem] = outcome.errors("vars.too_large")
     assert problem["variable"] == "clusterforge_sku_catalog" and "zz-bomb.yml" in problem["location"]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from cfcore import k8s_labels as kl
 from cfcore.inputs import InputError
+from patience import HANG_S
 from test_volcano_support import ENV_BIN, documents, example_vars, render, validate
 from validate import validate_tree
 
@@ -175,7 +176,7 @@ def test_kustomization_rewrites_every_volcano_image_and_drops_the_release_config
         [str(ENV_BIN / "kubectl"), "kustomize", str(release)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=False,
     )
     assert done.returncode == 0, done.stderr

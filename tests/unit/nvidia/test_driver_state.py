@@ -8,6 +8,7 @@ from pathlib import Path
 import module_runner
 import pytest
 from cfcore import nvidia_packages as nv
+from patience import HANG_S
 
 ROOT = Path(__file__).resolve().parents[3]
 PROPRIETARY_570 = (
@@ -100,7 +101,7 @@ def write_node(tmp_path, proc_text=None, lib_versions=(), gpus=0):
 
 
 def run_module(args: dict) -> dict:
-    return module_runner.run_module("nvidia_driver_state", args, timeout=60)
+    return module_runner.run_module("nvidia_driver_state", args, timeout=HANG_S)
 
 
 def test_module_reports_the_mismatch_from_the_library_file(tmp_path, watchdog):

@@ -21,6 +21,7 @@ import urllib.request
 
 import pytest
 from nvidia_repo_testlib import CUDA, HWREPLAY_DIR, parse_packages
+from patience import HANG_S
 
 DEB = "datacenter-gpu-manager-exporter_4.1.1-1_amd64.deb"
 UNIT = "lib/systemd/system/nvidia-dcgm-exporter.service"
@@ -101,13 +102,13 @@ def exporter_argv(root, *args: str) -> list:
 
 def run_exporter(root, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        exporter_argv(root, *args), env=env, capture_output=True, text=True, timeout=60, check=False
+        exporter_argv(root, *args), env=env, capture_output=True, text=True, timeout=HANG_S, check=False
     )
 
 
 def get(url: str) -> tuple:
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(url, timeout=HANG_S) as response:
             return response.status, response.headers.get("Content-Type"), response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers.get("Content-Type"), exc.read().decode()
@@ -131,7 +132,7 @@ def start(unpack, tmp_path, host_engine, node):
         )
         started.append(process)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         while True:
             assert process.poll() is None, process.communicate()[1]
             try:
@@ -145,7 +146,7 @@ def start(unpack, tmp_path, host_engine, node):
     for process in started:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-            process.communicate(timeout=30)
+            process.communicate(timeout=HANG_S)
 
 
 def series(text: str) -> dict:
@@ -260,7 +261,7 @@ def test_metrics_follow_the_replayed_gpus(start, node):
     # A field the replay cannot answer is left out and logged once (at start-up).
     get(base + "/metrics")
     process.send_signal(signal.SIGTERM)
-    _, log = process.communicate(timeout=30)
+    _, log = process.communicate(timeout=HANG_S)
     assert process.returncode == 0
     assert log.count("Skipping field DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") == 1
     assert "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" not in text
@@ -314,7 +315,7 @@ def test_fields_nvidia_smi_refuses_or_answers_na_for_are_left_out(start, node, t
     assert len(found["DCGM_FI_DEV_FB_FREE"]) == 8
     get(base + "/metrics")
     process.send_signal(signal.SIGTERM)
-    _, log = process.communicate(timeout=30)
+    _, log = process.communicate(timeout=HANG_S)
     assert log.count("Skipping field DCGM_FI_DEV_GPU_TEMP: nvidia-smi does not answer temperature.gpu") == 1
     assert log.count("Skipping field DCGM_FI_DEV_FB_USED: GPU 0 answers N/A") == 1
 
@@ -395,7 +396,7 @@ def test_it_waits_for_a_host_engine_that_starts_with_it(unpack, tmp_path, node):
         with conn:
             conn.sendall(b"DCGM 4.2.3\n")
         engine.close()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         while True:
             assert process.poll() is None, process.communicate()[1]
             try:
@@ -406,5 +407,5 @@ def test_it_waits_for_a_host_engine_that_starts_with_it(unpack, tmp_path, node):
                 time.sleep(0.1)
     finally:
         process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=30)
+        process.communicate(timeout=HANG_S)
     assert process.returncode == 0

@@ -20,6 +20,7 @@ import tomllib
 import pytest
 import yaml
 from nvidia_repo_testlib import HWREPLAY_DIR
+from patience import HANG_S
 
 CTK_DEB = "nvidia-container-toolkit-base_1.17.8-1_amd64.deb"
 
@@ -287,7 +288,7 @@ def test_fabric_manager_runs_and_the_replay_follows_it(unpack, tmp_path, node):
         assert fm_replay_states(node) == {"Completed"}
     finally:
         process.send_signal(signal.SIGTERM)
-        _, log = process.communicate(timeout=30)
+        _, log = process.communicate(timeout=HANG_S)
     assert process.returncode == 0 and "Successfully configured all the available NVSwitches" in log
     assert not state.exists() and not pid_file.exists()
     assert fm_replay_states(node) == {"In Progress"}
@@ -306,7 +307,7 @@ def test_fabric_manager_daemonizes_for_a_forking_unit(unpack, tmp_path, node):
             env=node,
             stdout=out,
             stderr=out,
-            timeout=60,
+            timeout=HANG_S,
             check=False,
         )
     assert started.returncode == 0, log.read_text()
@@ -317,7 +318,7 @@ def test_fabric_manager_daemonizes_for_a_forking_unit(unpack, tmp_path, node):
         assert again.returncode == 1 and "another instance" in again.stderr
     finally:
         os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_S
     while state.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not state.exists()
@@ -405,7 +406,7 @@ def test_dcgm_host_engine_and_dcgmi(unpack, node):
         assert len(results) == 3 * 8 and {r["status"] for r in results} == {"Pass"}
     finally:
         engine.send_signal(signal.SIGTERM)
-        engine.communicate(timeout=30)
+        engine.communicate(timeout=HANG_S)
     assert engine.returncode == 0
 
 

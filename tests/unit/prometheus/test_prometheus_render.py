@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from patience import HANG_S
 
 ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = ROOT / "tests/unit/prometheus/render.yml"
@@ -49,7 +50,7 @@ def render(root: Path, extra: dict | None = None, more_args: tuple = ()) -> Path
 
 
 def check(argv: list[str]) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=HANG_S, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cfcore import checks, validation_metrics, xid
+from patience import HANG_S
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "roles/prometheus/files/rules"
@@ -69,7 +70,7 @@ def test_promtool_checks_the_rule_files():
         [promtool(), "check", "rules", *sorted(str(p) for p in RULES.glob("*.yml"))],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from clusterforge.upgrade import run as workflow
 from clusterforge.validation.runner import PlaybookRun
+from patience import HANG_S
 from test_upgrade_plan_cli import INSTALLED, TARGET, cli, site  # noqa: F401  (the fixture)
 
 PHASES = list(workflow.PHASES)
@@ -207,7 +208,7 @@ def test_a_killed_controller_s_leftover_processes_are_stopped(tmp_path):
     try:
         assert leftover_processes(folder) == [leftover.pid]
         assert stop_leftover_processes(folder, grace_s=5) == [leftover.pid]
-        assert leftover.wait(timeout=10) is not None and bystander.poll() is None
+        assert leftover.wait(timeout=HANG_S) is not None and bystander.poll() is None
     finally:
         for proc in (leftover, bystander):
             proc.kill()

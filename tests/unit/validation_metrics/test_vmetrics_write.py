@@ -15,6 +15,7 @@ from cfcore import validation_metrics
 from cfcore.expected import InvalidExpectation
 from cfcore.validation_metrics import METRIC_NAMES, expected_mounts, render, write
 from clusterforge.ansible_env import ensure_collection_link
+from patience import HANG_S
 from test_vmetrics_render import NODE_RESULT, parse
 
 init_plugin_loader([str(ensure_collection_link().parents[2])])
@@ -118,7 +119,12 @@ def test_the_filter_adapts_expected_mounts_and_names_the_variable_on_errors():
 @pytest.mark.parametrize("text", [render(NODE_RESULT), expected_mounts(REQUIRED)], ids=["result", "mounts"])
 def test_promtool_check_metrics_accepts_the_output(text):
     done = subprocess.run(
-        [PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60, check=False
+        [PROMTOOL, "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=False,
     )
     # promtool lints too (exit 3 on lint problems only); a parse error is exit 1.
     assert done.returncode == 0, done.stdout + done.stderr
