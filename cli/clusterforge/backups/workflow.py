@@ -22,7 +22,7 @@ from cfcore.inputs import InputError, plain_problem
 from clusterforge import __version__
 from clusterforge.errors import ChecksFailed, EnvironmentNotReady, InvalidInput
 from clusterforge.paths import project_root
-from clusterforge.runs.ledger import DEFAULT_LEDGER
+from clusterforge.runs.ledger import DEFAULT_LEDGER, is_run_id
 from clusterforge.validation.runner import run_playbook
 
 RUNNER_DIR = ".ansible-runner"
@@ -31,6 +31,9 @@ S3_CACHE = Path.home() / ".cache" / "clusterforge" / "backup"
 # needs come from the repositories role base sets), its service stages after (on the placed data).
 NODE_STAGES = ("preflight", "base", "fabric", "accelerators")
 SERVICE_STAGES = ("storage", "schedulers", "monitoring")
+# The ledger archive of a set unpacks to at most this much: its runs' records compress well, but not
+# a hundredfold (a gzip of zeros does, a thousandfold), and never past the disk it lands on.
+LEDGER_MIN_LIMIT_BYTES, LEDGER_MAX_RATIO, LEDGER_MAX_MEMBERS = 256 << 20, 100, 200_000
 
 
 @dataclass
@@ -292,7 +295,47 @@ def verified_manifest(set_dir: Path, components: list[str] | None) -> dict[str, 
             + "\n".join(f"  {problem}" for problem in problems),
             "restore from another set (`clusterforge backup list`), or fetch this one again",
         )
+    ledger_items = backup_set.items_of(data, "ledger") if components is None or "ledger" in components else []
+    if ledger_items:
+        ledger_members(set_dir / ledger_items[0]["path"])  # refused here, before any playbook runs
     return data
+
+
+def ledger_members(archive_path: Path) -> list[tuple[tarfile.TarInfo, str]]:
+    """Each member of a set's ledger archive with the run it belongs to, once every member proved to
+    be what a ledger holds: the archive's one folder of run folders (named as run ids) holding
+    regular files and folders, unpacking to a bounded size. Anything else is refused whole
+    (InvalidInput), so a restore never unpacks half an archive, and never a link, a device, a path
+    out of the ledger or a bomb (checksums prove a set unchanged, not written by this CLI)."""
+    where = f"the set's ledger archive {archive_path}"
+    fix = "restore without the ledger (--components naming the others), or from another set"
+    limit = max(LEDGER_MIN_LIMIT_BYTES, LEDGER_MAX_RATIO * archive_path.stat().st_size)
+    members: list[tuple[tarfile.TarInfo, str]] = []
+    total = 0
+    try:
+        with tarfile.open(archive_path, "r:gz") as archive:
+            for member in archive:
+                parts = member.name.strip("/").split("/")
+                if len(members) >= LEDGER_MAX_MEMBERS:
+                    raise InvalidInput(f"{where} holds more than {LEDGER_MAX_MEMBERS} entries", fix)
+                if member.name.startswith("/") or ".." in parts:  # the data filter would strip a "/"
+                    raise InvalidInput(f"{where}: {member.name!r} is not a path inside the ledger", fix)
+                if not (member.isreg() or member.isdir()) or member.issparse():
+                    raise InvalidInput(f"{where}: {member.name!r} is not a regular file or a folder", fix)
+                try:
+                    tarfile.data_filter(member, str(archive_path.parent))
+                except tarfile.FilterError as err:
+                    raise InvalidInput(f"{where}: {err}", fix) from None
+                if len(parts) >= 2 and not is_run_id(parts[1]):
+                    raise InvalidInput(f"{where}: {member.name!r} is in no run's folder", fix)
+                total += member.size
+                if total > limit:
+                    raise InvalidInput(f"{where} unpacks to more than {limit} bytes", fix)
+                if len(parts) >= 2:
+                    members.append((member, parts[1]))
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise InvalidInput(f"{where} is not a readable tar.gz archive ({err})", fix) from None
+    return members
 
 
 def restore_ledger(set_dir: Path, data: dict[str, Any], ledger_dir: Path) -> dict[str, list[str]]:
@@ -301,16 +344,18 @@ def restore_ledger(set_dir: Path, data: dict[str, Any], ledger_dir: Path) -> dic
     items = backup_set.items_of(data, "ledger")
     if not items:
         return {"restored": [], "kept": []}
+    archive_path = set_dir / items[0]["path"]
+    members = ledger_members(archive_path)
+    run_ids = sorted({run_id for _member, run_id in members})
+    kept = [run_id for run_id in run_ids if (ledger_dir / run_id).exists()]
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(set_dir / items[0]["path"]) as archive:
-        members = [m for m in archive.getmembers() if len(m.name.strip("/").split("/")) >= 2]
-        run_ids = sorted({m.name.strip("/").split("/")[1] for m in members})
-        kept = [run_id for run_id in run_ids if (ledger_dir / run_id).exists()]
-        for member in members:
-            parts = member.name.strip("/").split("/")
-            if parts[1] in kept:
+    checked = {member.name: run_id for member, run_id in members}
+    with tarfile.open(archive_path, "r:gz") as archive:
+        for member in archive:
+            run_id = checked.get(member.name)
+            if run_id is None or run_id in kept:
                 continue
-            member.name = "/".join(parts[1:])
+            member.name = "/".join(member.name.strip("/").split("/")[1:])
             archive.extract(member, ledger_dir, filter="data")
     return {"restored": [run_id for run_id in run_ids if run_id not in kept], "kept": kept}
 

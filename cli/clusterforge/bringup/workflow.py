@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cfcore.expected import BOM_VARIABLES
+from cfcore.files import UnsafeFile, read_end
 from rich.console import Console
 
 from clusterforge.bringup.progress import BringupDisplay
@@ -512,7 +513,10 @@ def inventory_sha256(source: str) -> str:
         rel = path.name if path == root else str(path.relative_to(root))
         if any(part.startswith(".") for part in Path(rel).parts):
             continue  # editor swap files, .git: not the inventory
-        data = path.read_bytes()[:budget]
+        try:
+            data = read_end(str(path), budget)
+        except UnsafeFile:
+            continue  # a FIFO or a device: no inventory file (inventory check refuses it)
         budget -= len(data)
         digest.update(f"{rel}\0{len(data)}\0".encode())
         digest.update(data)

@@ -9,7 +9,6 @@ found too. Problems are listed with the hosts that need each piece.
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.error
 import urllib.request
@@ -17,7 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from cfcore.bundle import BundleError, Manifest, closure_files, outside_urls, points_into
+from cfcore.bundle import MAX_MANIFEST_BYTES, BundleError, Manifest, closure_files, outside_urls, points_into
+from cfcore.files import parse_json
 from cfcore.redact import mask_url
 
 from clusterforge.bundle.build import PYPI_SIMPLE
@@ -105,12 +105,20 @@ def fetch_manifest(bundle_url: str) -> Manifest:
     url = f"{bundle_url}/bundle.json"
     try:
         with urllib.request.urlopen(url, timeout=30) as answer:
-            data = json.loads(answer.read())
+            body = answer.read(MAX_MANIFEST_BYTES + 1)
     except (OSError, ValueError) as err:
         raise EnvironmentNotReady(
             f"the bundle server does not answer {mask_url(url)}: {getattr(err, 'reason', None) or err}",
             "start it on the bastion (clusterforge bundle serve DIR) and check the nodes' route to it",
         ) from None
+    # The server's answer is data from the network: bounded like a file, then checked for shape.
+    fix = "point the bundle URL at a `clusterforge bundle serve` of a bundle this ClusterForge built"
+    if len(body) > MAX_MANIFEST_BYTES:
+        raise InvalidInput(f"{mask_url(url)} answered more than {MAX_MANIFEST_BYTES} bytes", fix)
+    try:
+        data = parse_json(body)
+    except ValueError as err:
+        raise InvalidInput(f"{mask_url(url)} answered no bundle manifest: not JSON ({err})", fix) from None
     try:
         return Manifest.from_dict(data, mask_url(url))
     except BundleError as err:

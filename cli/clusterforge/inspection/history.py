@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cfcore.files import UnsafeFile, read_text
+from cfcore.files import UnsafeFile, read_json
 
 from clusterforge.errors import InvalidInput
 
@@ -72,11 +72,9 @@ def read_report(folder: Path) -> dict[str, Any]:
     path = folder / REPORT
     fix = f"remove the broken run folder {folder} (or restore its {REPORT}); the other runs stay usable"
     try:
-        data = json.loads(read_text(str(path), MAX_REPORT_BYTES, errors="strict"))
-    except (UnsafeFile, OSError, UnicodeDecodeError, ValueError) as err:
+        data = read_json(str(path), MAX_REPORT_BYTES)
+    except (UnsafeFile, OSError, ValueError) as err:  # ValueError: not UTF-8 JSON, or nested too deep
         raise InvalidInput(f"cannot read {path}: {err}", fix) from None
-    except RecursionError:
-        raise InvalidInput(f"cannot read {path}: its JSON nests too deep", fix) from None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise InvalidInput(f"{path} is not a validation report (no 'nodes' list)", fix)
     if not isinstance(data.get("run") or {}, dict):

@@ -86,6 +86,84 @@ def read_json(path: Path, root: Path | None = None) -> dict[str, Any]:
     return data
 
 
+# ------------------------------------------------------------- record shapes ----
+
+# The types of the values a run's files hold (docs/design.md, "Bring-up runs and the run ledger";
+# a key is checked when present). A ledger is data: a file with a value of another type is refused
+# where it is read (exit 2, naming the file and the key), so no command walks into a string where
+# it expects a mapping. What the values mean is checked again where a command acts on them
+# (RecordProblems, on --resume and --rollback).
+_NONE = type(None)
+_TEXT, _TEXT_OR_NONE, _WHOLE, _WHOLE_OR_NONE = (str,), (str, _NONE), (int,), (int, _NONE)
+_NAMES = "a list of names"
+PID_MAX = 1 << 22  # Linux's highest pid_max: a larger pid is no process of this machine
+_ATTEMPT = {
+    "n": _WHOLE, "started": _TEXT_OR_NONE, "ended": _TEXT_OR_NONE, "pid": _WHOLE, "host": _TEXT,
+    "started_ticks": _WHOLE_OR_NONE, "inventory_sha256": _TEXT,
+}  # fmt: skip
+_RUN = {
+    "id": _TEXT, "kind": _TEXT, "status": _TEXT, "started": _TEXT_OR_NONE, "ended": _TEXT_OR_NONE,
+    "exit_code": _WHOLE_OR_NONE, "inventory": (dict,), "bom": (dict,), "hosts": _NAMES,
+    "cluster_hosts": _NAMES, "stages": _NAMES, "options": (dict,), "attempts": [_ATTEMPT],
+    "stopped_at": _TEXT_OR_NONE, "component": _TEXT, "target": _TEXT, "rollback_of": _TEXT_OR_NONE,
+    "batches": _WHOLE, "halted": (dict, _NONE),
+}  # fmt: skip
+_HOST = {
+    "result": _TEXT, "changed_tasks": (list,), "failed_task": _TEXT_OR_NONE, "message": _TEXT_OR_NONE,
+    "attempt": _WHOLE,
+}  # fmt: skip
+_STAGE = {
+    "stage": _TEXT, "status": _TEXT, "started": _TEXT_OR_NONE, "ended": _TEXT_OR_NONE, "attempt": _WHOLE,
+    "runner_status": _TEXT_OR_NONE, "hosts": {"*": _HOST}, "duration_s": (int, float, _NONE),
+}  # fmt: skip
+
+
+def shape_problems(data: dict[str, Any], shape: dict[str, Any], where: str = "") -> list[str]:
+    """Where `data`'s values have other types than `shape` gives (`key: a str, not ...`)."""
+    found = []
+    for key, kind in shape.items():
+        if key not in data:
+            continue
+        value, at = data[key], f"{where}{key}"
+        if kind == _NAMES:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                found.append(f"{at} is not a list of names")
+        elif isinstance(kind, list):  # a list of records
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                found.append(f"{at} is not a list of mappings")
+            else:
+                for n, item in enumerate(value):
+                    found += shape_problems(item, kind[0], f"{at}[{n}].")
+        elif isinstance(kind, dict):  # a mapping of names to records
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                found.append(f"{at} is not a mapping of names to mappings")
+            else:
+                for name, item in value.items():
+                    found += shape_problems(item, kind["*"], f"{at}.{name}.")
+        elif isinstance(value, bool) or not isinstance(value, kind):  # true is no number here
+            names = " or ".join("null" if k is _NONE else k.__name__ for k in kind)
+            found.append(f"{at} is {type(value).__name__} {_short(value)}, not {names}")
+    pid = data.get("pid") if shape is _ATTEMPT else None
+    if isinstance(pid, int) and not isinstance(pid, bool) and not 0 < pid <= PID_MAX:
+        found.append(f"{where}pid {_short(pid)} is no process id")
+    return found
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def checked_shape(path: Path, data: dict[str, Any], shape: dict[str, Any]) -> dict[str, Any]:
+    problems = shape_problems(data, shape)
+    if problems:
+        raise InvalidInput(
+            f"{path} is not a ledger file this ClusterForge wrote: " + "; ".join(problems[:5]),
+            "check the ledger folder (a ledger is the CLI's own record: do not edit it)",
+        )
+    return data
+
+
 # ------------------------------------------------------------------ secrets ----
 
 
@@ -157,7 +235,7 @@ def controller_alive(attempt: dict[str, Any]) -> bool | None:
     if attempt.get("host") != socket.gethostname():
         return None
     pid = attempt.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
+    if not isinstance(pid, int) or not 0 < pid <= PID_MAX:
         return False
     try:
         os.kill(pid, 0)
@@ -233,7 +311,7 @@ class Run:
         return self.path / RUN_FILE
 
     def read(self) -> dict[str, Any]:
-        return read_json(self.run_file, self.path)
+        return checked_shape(self.run_file, read_json(self.run_file, self.path), _RUN)
 
     def write(self, record: dict[str, Any]) -> None:
         write_json_atomic(self.run_file, record)
@@ -243,7 +321,10 @@ class Run:
 
     def read_stage(self, index: int, stage: str) -> dict[str, Any] | None:
         path = self.stage_file(index, stage)
-        return read_json(path, self.path) if os.path.lexists(path) else None
+        return self._stage(path) if os.path.lexists(path) else None
+
+    def _stage(self, path: Path) -> dict[str, Any]:
+        return checked_shape(path, read_json(path, self.path), _STAGE)
 
     def write_stage(self, index: int, record: dict[str, Any]) -> None:
         write_json_atomic(self.stage_file(index, record["stage"]), record)
@@ -251,11 +332,7 @@ class Run:
     def stages(self) -> list[dict[str, Any]]:
         """Every stage record written so far, in stage order."""
         folder = self.path / STAGES_DIR
-        return (
-            [read_json(p, self.path) for p in sorted(folder.glob("[0-9][0-9]-*.json"))]
-            if folder.is_dir()
-            else []
-        )
+        return [self._stage(p) for p in sorted(folder.glob("[0-9][0-9]-*.json"))] if folder.is_dir() else []
 
     def artifacts(self, stage: str, attempt: int) -> Path:
         return self.path / ARTIFACTS_DIR / f"{stage}-{attempt}"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cfcore.files import UnsafeFile, read_text
 from cfcore.inputs import VERSION_FORM, plain_problem
 
 from clusterforge.errors import EnvironmentNotReady, InvalidInput
@@ -27,6 +28,7 @@ PLAYBOOK = "upgrade_versions.yml"
 INSTALLED_KEY = "upgrade_installed"  # set_stats: {host: version or null}
 UNREAD_KEY = "upgrade_unread"  # set_stats: {host: why the version could not be read}
 SHOWN_HOSTS = 10
+MAX_INSTALLED_FILE_BYTES = 64 * 1024 * 1024  # a version per host: far below for any fleet
 INSTALLED_FILE_FIX = "write a JSON or YAML mapping of host to installed version, e.g. {gpu-01: 570.124.06}"
 
 
@@ -117,8 +119,8 @@ def read_installed_file(path: str | Path) -> dict[str, str | None]:
     if not path.is_file():
         raise InvalidInput(f"--installed {path}: no such file", INSTALLED_FILE_FIX)
     try:
-        data = yaml.safe_load(path.read_text())  # YAML reads JSON too
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        data = yaml.safe_load(read_text(str(path), MAX_INSTALLED_FILE_BYTES, errors="strict"))  # JSON too
+    except (UnsafeFile, OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise InvalidInput(
             f"--installed {path} is not readable JSON or YAML: {err}", INSTALLED_FILE_FIX
         ) from None

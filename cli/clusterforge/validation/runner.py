@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cfcore.files import UnsafeFile, read_end
 from cfcore.inputs import is_template
 
 from clusterforge.ansible_env import ansible_env, ansible_tool
@@ -35,8 +36,11 @@ class PlaybookRun:
     def stdout_tail(self, lines: int = 15) -> str:
         if not self.stdout_path or not self.stdout_path.is_file():
             return ""
-        text = self.stdout_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
+        try:  # a fleet's output runs to gigabytes: its last 64 KiB hold the lines shown
+            text = read_end(str(self.stdout_path), 64 * 1024, tail=True).decode(errors="replace")
+        except UnsafeFile:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
 
 
 def unplain_extravars(extravars: dict[str, Any]) -> list[str]:

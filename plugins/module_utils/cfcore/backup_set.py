@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from .checksums import Problem, digests, parallel_map, safe_relpath, verify_files
-from .files import UnsafeFile, read_text, write_atomic
+from .files import UnsafeFile, read_json, write_atomic
 from .inputs import InputError, plain_problem
 
 SCHEMA = 1
@@ -227,8 +227,8 @@ def load_manifest(set_dir: str) -> dict:
     if not os.path.lexists(path):
         raise BackupSetError(f"{set_dir}: no {MANIFEST_NAME}, so this is not a complete backup set", fix)
     try:
-        data = json.loads(read_text(path, MAX_MANIFEST_BYTES, errors="strict"))
-    except (UnsafeFile, OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        data = read_json(path, MAX_MANIFEST_BYTES)
+    except (UnsafeFile, OSError, ValueError) as err:  # ValueError: not UTF-8 JSON, or nested too deep
         raise BackupSetError(f"{path}: not a readable manifest ({err})", fix) from None
     issues = _manifest_issues(data)
     if issues:

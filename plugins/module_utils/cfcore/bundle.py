@@ -42,7 +42,7 @@ from .checksums import (
     sha256_file,
     verify_files,
 )
-from .files import UnsafeFile, read_bytes, write_atomic
+from .files import UnsafeFile, read_json, write_atomic
 from .inputs import InputError, is_template, plain_problem
 
 FORMAT = 1
@@ -256,7 +256,7 @@ class Manifest:
                 "name the folder `clusterforge bundle build --out` wrote, or build one",
             )
         try:
-            data = json.loads(read_bytes(path, MAX_MANIFEST_BYTES).decode("utf-8"))
+            data = read_json(path, MAX_MANIFEST_BYTES)
         except UnsafeFile as err:
             raise BundleError(
                 f"{err}", f"make {path} a readable regular file (or rebuild the bundle)"

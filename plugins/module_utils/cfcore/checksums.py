@@ -57,7 +57,12 @@ def parallel_map(function, items: list) -> list:
 
 def safe_relpath(relpath: str, where: str = "the bundle") -> str:
     """`relpath` as a normalized POSIX path inside `where`; ValueError when it would leave it."""
-    text = str(relpath).replace(os.sep, "/")
+    if isinstance(relpath, os.PathLike):
+        relpath = os.fspath(relpath)
+    # A number is not a path, and a NUL or a newline is in no file name a bundle or a set lists.
+    if not isinstance(relpath, str) or any(ord(char) < 32 or char == "\x7f" for char in relpath):
+        raise ValueError(f"{relpath!r} is not a path inside {where}")
+    text = relpath.replace(os.sep, "/")
     norm = posixpath.normpath(text)
     if not text or text.startswith("/") or norm == "." or norm == ".." or norm.startswith("../"):
         raise ValueError(f"{relpath!r} is not a path inside {where}")

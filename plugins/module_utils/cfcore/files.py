@@ -64,6 +64,16 @@ def read_bytes(path: str, max_bytes: int, root: str | None = None) -> bytes:
     Opened non-blocking and checked again on the open descriptor, so a file
     swapped for a FIFO between the checks cannot hang the reader.
     """
+    return _read_regular(path, max_bytes, root, whole=True)
+
+
+def read_end(path: str, max_bytes: int, root: str | None = None, tail: bool = False) -> bytes:
+    """The first (or, with `tail`, the last) `max_bytes` of a regular file of any size: a digest
+    over an inventory, the tail of a log. UnsafeFile when it is not a regular file."""
+    return _read_regular(path, max_bytes, root, whole=False, tail=tail)
+
+
+def _read_regular(path: str, max_bytes: int, root: str | None, whole: bool, tail: bool = False) -> bytes:
     resolved = check_regular(path, root)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
@@ -74,6 +84,10 @@ def read_bytes(path: str, max_bytes: int, root: str | None = None) -> bytes:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise UnsafeFile(f"{path} is {kind_of(info.st_mode)}, not a regular file; refusing to read it")
+        if not whole:
+            if tail and info.st_size > max_bytes:
+                handle.seek(info.st_size - max_bytes)
+            return handle.read(max_bytes)
         if info.st_size > max_bytes:
             raise UnsafeFile(f"{path} is {info.st_size} bytes, over the limit of {max_bytes} bytes")
         data = handle.read(max_bytes + 1)
@@ -94,14 +108,20 @@ def read_json(path: str, max_bytes: int, root: str | None = None, max_depth: int
     """A JSON file read with `read_bytes` (a regular file, at most `max_bytes`, inside `root`),
     nested at most `max_depth` deep; UnsafeFile for a file that is not such a file, ValueError for
     one that is not JSON (UTF-8, within the depth)."""
-    text = read_bytes(path, max_bytes, root).decode("utf-8")
+    return parse_json(read_bytes(path, max_bytes, root), max_depth)
+
+
+def parse_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH):
+    """JSON text already bounded in size (a file's or an HTTP body's), nested at most `max_depth`
+    deep; ValueError (UnicodeDecodeError included) for anything else."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
-        data = json.loads(text)
+        value = json.loads(text)
     except RecursionError:
         raise ValueError(f"nested deeper than {max_depth} levels") from None
-    if json_depth(data, max_depth) > max_depth:
+    if json_depth(value, max_depth) > max_depth:
         raise ValueError(f"nested deeper than {max_depth} levels")
-    return data
+    return value
 
 
 def json_depth(data, limit: int) -> int:

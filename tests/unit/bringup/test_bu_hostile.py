@@ -251,3 +251,61 @@ def test_a_deeply_nested_or_outside_ledger_file_is_refused(site, monkeypatch, ca
     path.symlink_to(outside)
     assert cli("runs", "show", ledger["dir"].name) == 2
     assert "points outside" in capsys.readouterr().err
+
+
+# ---------------------------------------------------- wrong types, issue 32 (low) ----
+
+# One value of another type each, in run.json or in a stage record: what a crash (exit 1, an
+# AttributeError) met before `runs show` or `--resume` could say what is wrong.
+WRONG_TYPES = {
+    "run.json": {
+        "attempts[0].pid 2**70": lambda d: d["attempts"][-1].update(pid=2**70),
+        "attempts[0].pid a string": lambda d: d["attempts"][-1].update(pid="1"),
+        "attempts a string": lambda d: d.update(attempts="x"),
+        "attempts of numbers": lambda d: d.update(attempts=[5]),
+        "hosts of numbers": lambda d: d.update(hosts=[1, 2]),
+        "inventory a string": lambda d: d.update(inventory="x"),
+        "bom a list": lambda d: d.update(bom=[1]),
+        "status a number": lambda d: d.update(status=5),
+        "stages a mapping": lambda d: d.update(stages={"a": 1}),
+    },
+    "fabric stage": {
+        "hosts a string": lambda d: d.update(hosts="x"),
+        "a host a number": lambda d: d["hosts"].update(n3=5),
+        "a host's result a number": lambda d: d["hosts"]["n3"].update(result=7),
+        "attempt a string": lambda d: d.update(attempt="x"),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("where", "change"), [(where, change) for where, changes in WRONG_TYPES.items() for change in changes]
+)
+def test_a_ledger_value_of_another_type_is_refused(site, monkeypatch, capsys, where, change):  # noqa: F811
+    ledger, fake = failed_run(site, monkeypatch)
+    folder, run_id = ledger["dir"], ledger["dir"].name
+    path = folder / "run.json" if where == "run.json" else next((folder / "stages").glob("*-fabric.json"))
+    data = json.loads(path.read_text())
+    WRONG_TYPES[where][change](data)
+    path.write_text(json.dumps(data))
+    stages_run = len(fake.calls())
+    capsys.readouterr()
+    assert cli("runs", "list") == 0  # the run is listed, flagged: the others stay readable
+    assert "cannot be read" in capsys.readouterr().err
+    for argv in (("runs", "show", run_id), ("bringup", "--resume", run_id)):
+        assert cli(*argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"{path.name} is not a ledger file this ClusterForge wrote" in err and "fix: " in err
+    assert len(fake.calls()) == stages_run  # nothing ran
+
+
+@pytest.mark.parametrize("run_id", ["2" * 5000, "20261207T000000Z-bringup-\x00", "../runs"])
+def test_a_run_id_that_names_no_run_is_bad_input(site, capsys, run_id):  # noqa: F811
+    for argv in (
+        ("runs", "show", run_id),
+        ("bringup", "--resume", run_id),
+        ("upgrade", "run", "--resume", run_id),
+    ):
+        assert cli(*argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "error: " in err and "fix: " in err

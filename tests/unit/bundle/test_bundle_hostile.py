@@ -7,6 +7,8 @@ answers only with the bundle's own regular files; the variables `serve` writes h
 from __future__ import annotations
 
 import hashlib
+import http.server
+import json
 import os
 import re
 import threading
@@ -253,3 +255,60 @@ def test_an_entry_under_a_linked_folder_is_refused(tmp_path, capsys):
     expected = {relpath: (manifest.files[relpath].sha256, manifest.files[relpath].size)}
     [problem] = verify_files(str(root), expected)
     assert (problem.path, problem.kind) == (relpath, "missing") and "symbolic link" in problem.detail
+
+
+# --------------------------------------------------------------- issue 32 (low) ----
+
+
+def test_verify_refuses_a_deeply_nested_manifest(tmp_path, capsys):
+    root = make_bundle(tmp_path / "bundle")
+    (root / "bundle.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert "nested deeper than" in refused(capsys, "bundle", "verify", str(root))
+
+
+@pytest.mark.parametrize("name", [f"{DEB}\x00", "os/debian-12-amd64/x\ny.deb"])
+def test_verify_refuses_a_listed_path_that_is_no_file_name(tmp_path, capsys, name):
+    root = make_bundle(tmp_path / "bundle")
+    path = root / "bundle.json"
+    path.write_text(path.read_text().replace(f'"{DEB}"', json.dumps(name)))
+    assert "is not a path inside the bundle" in refused(capsys, "bundle", "verify", str(root))
+
+
+def _answering(body: bytes):
+    """A server on 127.0.0.1 that answers every GET with `body`; its URL."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"[" * 1000 + b"]" * 1000, "nested deeper than"),
+        (b"<html>not found</html>", "answered no bundle manifest"),
+        (b'{"format": 1, "files": {}}' + b" " * 5000, "answered more than 4096 bytes"),
+    ],
+    ids=["nested", "not-json", "oversized"],
+)
+def test_the_preflight_refuses_a_served_manifest_that_is_no_manifest(monkeypatch, body, message):
+    from clusterforge.bundle import check
+
+    monkeypatch.setattr(check, "MAX_MANIFEST_BYTES", 4096)
+    server, url = _answering(body)
+    try:
+        with pytest.raises(InvalidInput, match=message):
+            check.fetch_manifest(url)
+    finally:
+        server.shutdown()
+        server.server_close()

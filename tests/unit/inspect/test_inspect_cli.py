@@ -392,4 +392,4 @@ def test_trend_over_deeply_nested_json_is_exit_2(tmp_path, capsys):
     (history.run_dirs(hist)[-1] / "report.json").write_text("[" * 100_000 + "]" * 100_000)
     assert cli("inspect", "trend", "--history", str(hist), "--format", "json") == 2
     err = capsys.readouterr().err
-    assert "nests too deep" in err and "fix:" in err and "Traceback" not in err
+    assert "nested deeper than" in err and "fix:" in err and "Traceback" not in err
