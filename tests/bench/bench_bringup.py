@@ -1,12 +1,15 @@
 """Benchmark of bring-up speed: prints figures, asserts nothing.
 
-    .venv/bin/python tests/bench/bench_bringup.py lab [-i inventories/lab] [--playbook site.yml]
+    .venv/bin/python tests/bench/bench_bringup.py lab [--lab NAME] [-i INVENTORY] [--playbook site.yml]
     .venv/bin/python tests/bench/bench_bringup.py fleet [--hosts 100 500 1000] [--shards 4]
     .venv/bin/python tests/bench/bench_bringup.py add-node [--hosts 1000] [--ledger-run DIR]
 
-`lab` (a lab that is already brought up: `clusterforge demo`, or the lab tests' own): the
-converged re-run of the same playbook over SSH with three settings, one after the other in
-one run, and the controller's cost per host-task of each:
+`lab` needs a lab that is already brought up (`clusterforge demo`: lab `lab`, its inventory
+inventories/lab and its vault password .cache/lab/lab/vault-password, which it reads itself):
+the converged re-run of the same playbook over SSH with three settings, one after the other in
+one run, and the controller's cost per host-task of each. It prints as it goes: each pass's
+time, and per host kind (gpu, npu, control, storage) the host-tasks of its busiest host (ok,
+changed, skipped, failed: a converged pass changes nothing):
   stock    Ansible's defaults: a configuration with only what finds the collection and reaches
            the lab (collections and roles path, the lab's SSH options come from its inventory);
   shipped  ClusterForge's ansible.cfg (forks 50, pipelining, ControlPersist, fact cache, fixed
@@ -39,9 +42,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -56,15 +61,25 @@ from clusterforge.ansible_env import ansible_env, mitogen_strategy  # noqa: E402
 def run_counted(
     playbook: Path, inventory: Path, env: dict[str, str], private: Path, limit: str | None = None
 ):
-    """(seconds, host-tasks, failed hosts) of one ansible-playbook run through ansible-runner."""
+    """(seconds, host-tasks, failed hosts, per host {ok, changed, skipped, failed}) of one
+    ansible-playbook run through ansible-runner; a changed result counts as changed, not ok."""
     import ansible_runner
 
-    counts = {"host_tasks": 0}
-    counted = {"runner_on_ok", "runner_on_skipped", "runner_on_failed", "runner_on_unreachable"}
+    per_host: dict[str, Counter] = defaultdict(Counter)
+    kinds = {
+        "runner_on_ok": "ok",
+        "runner_on_skipped": "skipped",
+        "runner_on_failed": "failed",
+        "runner_on_unreachable": "failed",
+    }
 
     def handle(event: dict) -> bool:
-        if event.get("event") in counted:
-            counts["host_tasks"] += 1
+        kind = kinds.get(event.get("event"))
+        if kind:
+            data = event.get("event_data") or {}
+            if kind == "ok" and (data.get("res") or {}).get("changed"):
+                kind = "changed"
+            per_host[str(data.get("host"))][kind] += 1
         return False
 
     private.mkdir(parents=True, exist_ok=True)
@@ -81,7 +96,8 @@ def run_counted(
     seconds = time.monotonic() - clock
     stats = result.stats or {}
     failed = sorted(set(stats.get("failures", {})) | set(stats.get("dark", {})))
-    return seconds, counts["host_tasks"], failed
+    host_tasks = sum(sum(counts.values()) for counts in per_host.values())
+    return seconds, host_tasks, failed, dict(per_host)
 
 
 def settings(folder: Path) -> dict[str, dict[str, str]]:
@@ -100,28 +116,71 @@ def settings(folder: Path) -> dict[str, dict[str, str]]:
     return {"stock": stock, "shipped": shipped, "shipped + Mitogen": mitogen}
 
 
+def lab_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The lab's inventory and vault password file; SystemExit saying what is missing."""
+    name = args.lab
+    inventory = Path(args.inventory or ROOT / "inventories" / ("lab" if name == "lab" else f"lab-{name}"))
+    password = ROOT / ".cache" / "lab" / name / "vault-password"
+    missing = [str(path) for path in (inventory, password) if not path.exists()]
+    if missing:
+        raise SystemExit(
+            f"bench_bringup.py lab needs a brought-up lab {name!r}: {', '.join(missing)} missing. "
+            "Bring one up first (`clusterforge demo`), or name another with --lab."
+        )
+    return inventory.resolve(), password
+
+
+def host_kind(host: str) -> str:
+    """A lab host's kind from its name (<lab>-<kind>-NN: gpu, npu, control, storage)."""
+    match = re.search(r"-([a-z]+)-\d+$", host)
+    return match.group(1) if match else host
+
+
+def print_kinds(per_host: dict[str, Counter]) -> None:
+    by_kind: dict[str, list[Counter]] = defaultdict(list)
+    for host, counts in per_host.items():
+        by_kind[host_kind(host)].append(counts)
+    for kind, hosts in sorted(by_kind.items()):
+        most = max(hosts, key=lambda counts: sum(counts.values()))
+        print(
+            f"      {kind:8} {len(hosts)} host(s): up to {sum(most.values()):4d} host-tasks per host "
+            f"(ok {most['ok']}, changed {most['changed']}, skipped {most['skipped']}, "
+            f"failed {most['failed']})",
+            flush=True,
+        )
+
+
 def bench_lab(args: argparse.Namespace) -> None:
-    inventory = Path(args.inventory).resolve()
+    inventory, password = lab_paths(args)
     playbook = ROOT / "playbooks" / args.playbook
+    print(f"converged re-run of playbooks/{args.playbook} on {inventory.name}, same nodes:", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        envs = settings(folder)
+        envs = {
+            name: {**env, "ANSIBLE_VAULT_PASSWORD_FILE": str(password)}
+            for name, env in settings(folder).items()
+        }
         # A first converged pass with the shipped settings: every later pass starts from the same state.
-        run_counted(playbook, inventory, envs["shipped + Mitogen"], folder / "warm")
-        rows = []
+        seconds, host_tasks, failed, per_host = run_counted(
+            playbook, inventory, envs["shipped + Mitogen"], folder / "warm"
+        )
+        print(f"  warm-up pass {seconds:.1f} s, {host_tasks} host-tasks", flush=True)
+        print_kinds(per_host)
+        stock = None
         for name, env in envs.items():
-            seconds, host_tasks, failed = run_counted(
+            seconds, host_tasks, failed, per_host = run_counted(
                 playbook, inventory, env, folder / name.replace(" ", "")
             )
-            rows.append((name, seconds, host_tasks, failed))
-    stock = rows[0][1]
-    print(f"converged re-run of playbooks/{args.playbook} on {inventory.name} (same nodes, same playbook):")
-    for name, seconds, host_tasks, failed in rows:
-        note = f"  FAILED on {', '.join(failed)}" if failed else ""
-        print(
-            f"  {name:18} {seconds:7.1f} s  {host_tasks:5d} host-tasks  {1000 * seconds / host_tasks:6.1f} ms"
-            f"/host-task  {stock / seconds:4.1f}x stock{note}"
-        )
+            stock = stock or seconds
+            changed = sum(counts["changed"] for counts in per_host.values())
+            note = f"  FAILED on {', '.join(failed)}" if failed else ""
+            note += f"  {changed} CHANGED (not converged)" if changed else ""
+            print(
+                f"  {name:18} {seconds:7.1f} s  {host_tasks:5d} host-tasks  "
+                f"{1000 * seconds / host_tasks:6.1f} ms/host-task  {stock / seconds:4.1f}x stock{note}",
+                flush=True,
+            )
+        print_kinds(per_host)
 
 
 def fleet_files(folder: Path, hosts: int, tasks: int) -> tuple[Path, Path]:
@@ -164,7 +223,7 @@ def bench_fleet(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             playbook, inventory = fleet_files(folder, hosts, args.tasks - 1)
-            one, host_tasks, _ = run_counted(playbook, inventory, env, folder / "one")
+            one, host_tasks, _, _ = run_counted(playbook, inventory, env, folder / "one")
             names = [f"node-{i:05d}" for i in range(hosts)]
             size = -(-hosts // args.shards)
             limits = []
@@ -278,10 +337,10 @@ def bench_add_node(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             playbook, inventory = add_node_files(folder, hosts)
-            alone, _, failed_alone = run_counted(
+            alone, _, failed_alone, _ = run_counted(
                 controller_only(playbook, folder), inventory, env, folder / "alone"
             )
-            seconds, host_tasks, failed = run_counted(playbook, inventory, env, folder / "run")
+            seconds, host_tasks, failed, _ = run_counted(playbook, inventory, env, folder / "run")
             conf = (folder / "nodes" / "node-00001" / "slurm.conf").read_text()
         failed = sorted(set(failed) | set(failed_alone))
         note = f"  FAILED on {', '.join(failed[:5])}" if failed else ""
@@ -302,7 +361,8 @@ def main() -> None:
     )
     sub = parser.add_subparsers(dest="what", required=True)
     lab = sub.add_parser("lab", help="stock vs shipped vs Mitogen on a brought-up lab")
-    lab.add_argument("-i", "--inventory", default=str(ROOT / "inventories" / "lab"))
+    lab.add_argument("--lab", default="lab", help="the lab's name (`lab up --name`) [default: lab]")
+    lab.add_argument("-i", "--inventory", help="its inventory [default: inventories/lab or lab-NAME]")
     lab.add_argument("--playbook", default="site.yml")
     fleet = sub.add_parser("fleet", help="the controller over N simulated hosts, one process vs shards")
     fleet.add_argument("--hosts", type=int, nargs="+", default=[100, 500, 1000])
