@@ -144,7 +144,7 @@ def plan(lab_modules: list[str] | None = None) -> list[Part]:
             "unit + conformance",
             [f"{venv}/pytest", "-q", "-n", "auto", "-p", "no:cacheprovider"],
             needs=(tools,),
-            budget_s=1450,
+            budget_s=1830,
             cores=2,
             group="unit",
         ),
