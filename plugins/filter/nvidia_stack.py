@@ -20,13 +20,16 @@ Errors name the variable, the value and the fix, like `clusterforge inventory ch
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import nvidia_packages, versions
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import (
+    nvidia_packages,
+    package_pins,
+    versions,
+)
 
 # DCGM 4 is the first release with the per-CUDA-major packages (datacenter-gpu-manager-4-*).
 DCGM_MIN_MAJOR = 4
@@ -174,50 +177,16 @@ def nvidia_stack_ctk_version(version: Any, variable: str = "nvidia_container_too
 
 
 def nvidia_stack_available_versions(listing: Any) -> dict[str, list[str]]:
-    """Package name -> versions, from `apt-cache madison P...` or `dnf list --showduplicates P...`.
-
-    madison:  " libnccl2 | 2.26.2-1+cuda12.8 | http://host/repo  Packages"
-    dnf:      "libnccl.x86_64      2.26.2-1+cuda12.8      cuda-rhel9-x86_64"
-    Headers ("Available Packages", "Last metadata expiration check: ...") are skipped.
-    """
-    found: dict[str, list[str]] = {}
-    for line in str(listing or "").splitlines():
-        if "|" in line:
-            cells = [cell.strip() for cell in line.split("|")]
-            if len(cells) < 3 or not cells[0] or not cells[1]:
-                continue
-            name, version = cells[0], cells[1]
-        else:
-            cells = line.split()
-            if len(cells) != 3 or "." not in cells[0] or not cells[1][:1].isdigit():
-                continue
-            name, version = cells[0].rsplit(".", 1)[0], cells[1]
-        versions_of = found.setdefault(name, [])
-        if version not in versions_of:
-            versions_of.append(version)
-    return found
-
-
-def _without_epoch(version: str) -> str:
-    return version.split(":", 1)[1] if re.match(r"[0-9]+:", version) else version
+    """Package name -> versions, from `apt-cache madison P...` or `dnf list --showduplicates P...`."""
+    return package_pins.available_versions(listing)
 
 
 def nvidia_stack_unavailable(listing: Any, wanted: Any, repository: str = "the CUDA repository") -> list[str]:
-    """What of `wanted` ({package: version or fnmatch pattern}) the listing does not offer, one line each.
-
-    An empty list: everything wanted is there. A pattern without an epoch matches versions with one.
-    """
-    if not isinstance(wanted, dict):
-        raise AnsibleFilterError(f"nvidia_stack_unavailable: wanted must be a dict, got {wanted!r}")
-    found = nvidia_stack_available_versions(listing)
-    missing = []
-    for name, pattern in wanted.items():
-        offered = found.get(name, [])
-        compare = (lambda v: v) if ":" in str(pattern) else _without_epoch
-        if not any(fnmatch.fnmatchcase(compare(v), str(pattern)) for v in offered):
-            offers = ", ".join(offered) or "no version at all"
-            missing.append(f"{name} {pattern} is not in {repository} (it offers: {offers})")
-    return missing
+    """What of `wanted` ({package: version or fnmatch pattern}) the listing does not offer, one line each."""
+    try:
+        return package_pins.unavailable(listing, wanted, repository)
+    except TypeError as err:
+        raise AnsibleFilterError(f"nvidia_stack_unavailable: {err}") from None
 
 
 # ------------------------------------------------------ container runtimes ----
