@@ -20,7 +20,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
-PLUGIN_DIRS = ("plugins/modules", "plugins/filter", "plugins/module_utils")
+PLUGIN_DIRS = ("plugins/action", "plugins/modules", "plugins/filter", "plugins/module_utils")
 
 
 def run(argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
