@@ -11,7 +11,7 @@ import shlex
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import package_pins
+from ansible_collections.clusterforge.cluster.plugins.module_utils.cfcore import os_family, package_pins
 
 ARGUMENT_SPEC = {
     "wanted": {"type": "dict", "required": True},
@@ -43,12 +43,11 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        manager = args["manager"]
-        if manager == "auto":
-            family = task_vars.get("ansible_facts", {}).get("os_family")
-            manager = {"Debian": "apt", "RedHat": "dnf"}.get(family)
-            if manager is None:
-                raise AnsibleActionFail(f"pinned_packages: no package manager for OS family {family!r}")
+        try:
+            facts = task_vars.get("ansible_facts")
+            manager = os_family.package_manager(args["manager"], facts, "pinned_packages")
+        except ValueError as exc:
+            raise AnsibleActionFail(str(exc)) from None
         wanted = {str(name): str(version) for name, version in args["wanted"].items()}
         hold = args["hold"] if args["hold"] is not None else list(wanted)
         check_mode = bool(self._task.check_mode)

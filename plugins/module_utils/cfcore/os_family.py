@@ -41,3 +41,17 @@ def vars_file(facts: Any, role: str) -> str:
         "Fix: reinstall the node with a supported OS, or leave it out of the run "
         "(--limit '!NODE'); `clusterforge bringup` checks every node's family first (preflight)."
     )
+
+
+# The package manager of each supported family (the collection's package actions).
+PACKAGE_MANAGERS = {"Debian": "apt", "RedHat": "dnf"}
+
+
+def package_manager(requested: str, facts: Any, what: str) -> str:
+    """`requested` unless it is "auto", else the node's family's manager; ValueError with the fix."""
+    if requested != "auto":
+        return requested
+    try:
+        return PACKAGE_MANAGERS[vars_file(facts, what)[: -len(".yml")]]
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(f"role {what} supports", f"{what} supports", 1)) from None

@@ -30,3 +30,30 @@ def path_unit(path: str, suffix: str = "mount") -> str:
         else:
             out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
     return "".join(out) + "." + suffix
+
+
+# How a role asks for a daemon to be started (module service_running). A daemon that needs
+# hardware (nvidia-persistenced, nvidia-fabricmanager) may have nothing to drive on a node:
+# "unless_failed" does not restart one that already failed here on every run.
+START_POLICIES = ("always", "unless_failed", "never")
+
+
+def start_decision(policy: str, active_state: str, device_present: bool = False) -> tuple[bool, str]:
+    """Whether to start a unit now, and why not when not.
+
+    `active_state` is systemd's ActiveState (active, inactive, failed, activating, ...);
+    `device_present`: one of the paths that prove the daemon can run exists (a device node),
+    which starts it whatever the policy.
+    """
+    if policy not in START_POLICIES:
+        choices = ", ".join(START_POLICIES)
+        raise InputError(f"start policy {policy!r} is not one of {choices}", "use one of them")
+    if active_state in ("active", "reloading", "activating"):
+        return False, "it is running"
+    if device_present or policy == "always":
+        return True, ""
+    if policy == "unless_failed":
+        if active_state == "failed":
+            return False, "it failed here already and is not restarted on every run"
+        return True, ""
+    return False, "the role does not start it on this node"

@@ -305,6 +305,10 @@ INSTALLING = {
     "ansible.builtin.apt_repository": ("repo",),
     "ansible.builtin.yum_repository": ("baseurl",),
     "ansible.builtin.deb822_repository": ("uris",),
+    # The collection's own: packages in one task (refresh + install), pinned packages, a repository.
+    "clusterforge.cluster.os_packages": ("name",),
+    "clusterforge.cluster.signed_repository": ("url",),
+    "clusterforge.cluster.pinned_packages": ("wanted",),
 }
 # Roles whose tasks install something though no bring-up needs a bundle.yml of them; each with why.
 NO_BUNDLE = {
@@ -388,7 +392,12 @@ def test_a_literal_package_list_of_a_task_is_in_the_bundle_yml():
         bundle = (ROLES / role / "tasks" / "bundle.yml").read_text()
         for path in sorted((ROLES / role / "tasks").glob("*.yml")):
             for task in _tasks(_load(path) or []):
-                for module in ("ansible.builtin.apt", "ansible.builtin.dnf", "ansible.builtin.package"):
+                for module in (
+                    "ansible.builtin.apt",
+                    "ansible.builtin.dnf",
+                    "ansible.builtin.package",
+                    "clusterforge.cluster.os_packages",
+                ):
                     names = (
                         (task.get(module) or {}).get("name") if isinstance(task.get(module), dict) else None
                     )
