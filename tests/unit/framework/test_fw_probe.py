@@ -171,12 +171,14 @@ def test_a_rank_that_raises_is_reported(tmp_path):
 
 
 def test_a_hung_rank_is_cut_off_at_the_time_limit(tmp_path):
+    # The limit leaves the healthy ranks room to start on a loaded CI machine (at 3 s, a fresh
+    # clone's run beside the lab saw all four ranks cut off); the hung one is still cut off there.
     clock = time.monotonic()
     report = probe(
-        packages(tmp_path, FAKE_TORCH), "--vendor", "nvidia", "--timeout", "3", FAKE_TORCH_HANG_RANK="3"
+        packages(tmp_path, FAKE_TORCH), "--vendor", "nvidia", "--timeout", "30", FAKE_TORCH_HANG_RANK="3"
     )
     assert time.monotonic() - clock < HANG_S / 2  # cut off, not waited for
-    assert "rank(s) 3 reported nothing within 3 s" in report["allreduce"]["error"]
+    assert "rank(s) 3 reported nothing within 30 s" in report["allreduce"]["error"]
     assert report["allreduce"]["seconds"] is None
 
 
