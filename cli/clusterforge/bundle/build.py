@@ -456,7 +456,9 @@ class _BuildNode:
     def configure_repos(self, repos: list[_Repo]) -> None:
         lines = "".join(repo.source_line() + "\n" for repo in repos)
         self.sh(f"printf %s {shlex.quote(lines)} > /etc/apt/sources.list.d/cf-bundle-vendor.list")
-        self.sh("apt-get update -q", timeout=APT_UPDATE_TIMEOUT_S)
+        # A source apt cannot fetch is an error, not a warning (apt-get update exits 0 on those):
+        # otherwise its packages would be reported as not existing.
+        self.sh("apt-get update -q -o APT::Update::Error-Mode=any", timeout=APT_UPDATE_TIMEOUT_S)
 
     def resolve(self, specs: list[str], arch: str) -> dict[str, Any]:
         answer = self.sh("python3 /cf/apt_resolve.py", input=json.dumps({"specs": specs, "arch": arch}))
@@ -526,9 +528,14 @@ def build_node(image: str, out: Path, vendor: Path | None) -> Iterator[_BuildNod
             f"the build node's image {image} is not in podman's local storage",
             "build it (scripts/build-node-image.sh for the node image) or pass --build-image OS=IMAGE",
         )
+    # The host's network: the build node reaches exactly what this machine's reachability check
+    # (_Repo.of) reached. On a network of its own it may not reach a mirror or a vendor repository
+    # on another container network or behind host routes, and apt would drop that repository's
+    # packages with only a warning.
     podman._check(
-        "run", "--detach", "--rm", "--name", name, "--entrypoint", "sleep", *volumes, image, "infinity"
-    )
+        "run", "--detach", "--rm", "--network", "host", "--name", name, "--entrypoint", "sleep",
+        *volumes, image, "infinity",
+    )  # fmt: skip
     try:
         yield _BuildNode(podman, name)
     finally:

@@ -85,12 +85,30 @@ def _plays(playbook: Path, seen: set[Path]) -> list[dict[str, Any]]:
 
 
 def _roles(play: dict[str, Any]) -> list[str]:
+    """The roles the play applies whole: its `roles:`, and the static imports of a role's main
+    tasks in its task lists (a play that checks its roles' specs in one task imports them)."""
+    entries = list(play.get("roles") or [])
+    for section in ("pre_tasks", "tasks", "post_tasks"):
+        for task in play.get(section) or []:
+            imported = _static_import(task)
+            if imported is not None:
+                entries.append(imported)
     names = []
-    for entry in play.get("roles") or []:
+    for entry in entries:
         name = entry.get("role") or entry.get("name") if isinstance(entry, dict) else entry
         if isinstance(name, str) and "{{" not in name:
             names.append(name.removeprefix(_COLLECTION_PREFIX))
     return names
+
+
+def _static_import(task: Any) -> dict[str, Any] | None:
+    """`import_role` of a role's main tasks, applied to every host of the play (no `when`)."""
+    if not isinstance(task, dict) or "when" in task:
+        return None
+    args = task.get("ansible.builtin.import_role") or task.get("import_role")
+    if not isinstance(args, dict) or args.get("tasks_from") not in (None, "main"):
+        return None
+    return args
 
 
 def _required_options(role_dir: Path) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cfcore.expected import InvalidExpectation, SkuResolver, inputs_of
+from cfcore.expected import InvalidExpectation, SkuResolver, inputs_of, with_run_skips
 from cfcore.expected import build_expected as _build_expected
 from cfcore.files import UnsafeFile, read_text
 from cfcore.fleet import apply as apply_fleet_rule
@@ -292,7 +292,7 @@ def validate_capture(
     elif not hostvars.get("node_sku") and source.meta.get("node_sku"):
         hostvars["node_sku"], origin["node_sku"] = source.meta["node_sku"], "the capture's meta.json"
     if skip_checks:
-        _add_skip_checks(hostvars, skip_checks)
+        hostvars = with_run_skips(hostvars, skip_checks)
     label = host or str(source.meta.get("hostname") or capture_dir.resolve().name)
     if not hostvars.get("node_sku"):
         raise InvalidInput(
@@ -362,15 +362,6 @@ def _validation_inputs(inventory: Inventory, host: str) -> dict[str, Any]:
             meta_vars = {"inventory_hostname": meta_hosts[0], **{n: view[n] for n in wanted if n in view}}
         inputs["juicefs_default_meta_url"] = default_meta_url(hostvars.get("juicefs_meta_url"), meta_vars)
     return inputs
-
-
-def _add_skip_checks(hostvars: dict[str, Any], skip_checks: list[str]) -> None:
-    """--skip-check adds to the host's validate_skip_checks (a malformed one is left for build_expected)."""
-    existing = hostvars.get("validate_skip_checks")
-    if existing is None:
-        hostvars["validate_skip_checks"] = list(skip_checks)
-    elif isinstance(existing, list):
-        hostvars["validate_skip_checks"] = [*existing, *(c for c in skip_checks if c not in existing)]
 
 
 def _refuse_unresolved(label: str, hostvars: dict[str, Any], origin: dict[str, str]) -> None:

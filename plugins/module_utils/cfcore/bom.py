@@ -1,9 +1,9 @@
 """The version bill of materials: well-formed versions that work together on a host's SKU.
 
 One implementation for `clusterforge inventory check` (every host of an
-inventory, before anything runs) and for the roles (the `cf_bom_findings`
-filter: a host whose BOM breaks a rule fails before any package changes), so
-both say the same thing in the same words.
+inventory, before anything runs) and for the playbooks (action `bom_check`,
+which reads `input_variables()`: a host whose BOM breaks a rule fails before
+any package changes), so both say the same thing in the same words.
 
 The rules and their sources are data (data/bom_rules.yml); the SKU minimums
 come from the catalog (data/skus.yml). `bom_findings(value_of, sku_name, sku,
@@ -79,6 +79,11 @@ class BomRules:
         return sorted(
             ((versions.version_key(cann), cann, driver) for cann, driver in table.items()), key=lambda e: e[0]
         )
+
+
+def input_variables(rules: BomRules) -> tuple:
+    """Every variable bom_findings reads: the versions of versions.FORMATS and the kernel modules' choice."""
+    return (*versions.FORMATS, rules.kernel_modules["variable"])
 
 
 @lru_cache(maxsize=None)

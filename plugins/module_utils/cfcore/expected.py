@@ -3,8 +3,8 @@
 Two steps, one module, so the playbook, the CLI and the node can never
 disagree:
 
-- `build_expected(host, hostvars)` (controller: the validate playbook's
-  `cf_validation_expected` filter, the CLI's pre-flight and `--from-capture`)
+- `build_expected(host, hostvars)` (controller: lookup `validation_expected` of role
+  node_expectation, the CLI's pre-flight and `--from-capture`; both read INPUT_VARIABLES)
   turns a host's inventory variables into
 
       {"node_sku": "hgx-h100-8gpu", "sku": {...catalog spec...}, "bom": {...},
@@ -82,8 +82,8 @@ INPUT_VARIABLES = (
     "juicefs_mounts",
     "juicefs_volumes",
     # A volume's meta URL where it has none: juicefs_meta_url, else the first juicefs_meta host's
-    # Redis (cfcore.juicefs.default_meta_url; playbooks/validate.yml and the CLI pass it in, since
-    # a filter sees one host's variables).
+    # Redis (cfcore.juicefs.default_meta_url; lookup validation_expected and the CLI compute it,
+    # since it needs another host's variables).
     "juicefs_default_meta_url",
     "ceph_cephfs_mounts",
     "ceph_cluster_name",
@@ -92,6 +92,11 @@ INPUT_VARIABLES = (
     # node_exporter's textfile directory (docs/design.md, Monitoring): validation metrics go there.
     "monitoring_textfile_dir",
 )
+JUICEFS_DEFAULT_META_URL = "juicefs_default_meta_url"
+# The inputs that are the host's own variables (the rest is computed from other hosts').
+HOST_VARIABLES = tuple(name for name in INPUT_VARIABLES if name != JUICEFS_DEFAULT_META_URL)
+# The run's own skips (`clusterforge validate --skip-check`, a playbook's vars), added to the host's.
+RUN_SKIPS_VARIABLE = "validate_extra_skip_checks"
 # Read only where the host mounts JuiceFS: site-wide values that are often templated or vaulted.
 JUICEFS_SITE_VARIABLES = (
     "juicefs_volumes",
@@ -121,6 +126,20 @@ def inputs_of(hostvars: dict) -> dict:
     only each volume's name and meta_url: their keys and passwords are no input of validation.
     """
     return _storage_view({name: hostvars[name] for name in INPUT_VARIABLES if name in hostvars})
+
+
+def with_run_skips(inputs: dict, skip_checks) -> dict:
+    """The inputs with the run's skips added to the host's validate_skip_checks (a malformed
+    one is left as it is, for build_expected to refuse with the variable's name)."""
+    if not skip_checks:
+        return inputs
+    existing = inputs.get("validate_skip_checks")
+    if existing is None:
+        return {**inputs, "validate_skip_checks": list(skip_checks)}
+    if isinstance(existing, list):
+        added = [check for check in skip_checks if check not in existing]
+        return {**inputs, "validate_skip_checks": [*existing, *added]}
+    return inputs
 
 
 def _storage_view(hostvars: dict) -> dict:
@@ -546,7 +565,7 @@ def _normal_juicefs(mounts) -> list:
         return []
     fix = (
         "give juicefs_mounts as [{path, meta_url, env_file}] "
-        "(cf_validation_expected builds it from the inventory)"
+        "(lookup validation_expected builds it from the inventory)"
     )
     if not isinstance(mounts, list):
         raise InvalidExpectation(f"juicefs_mounts must be a list, got {mounts!r}", fix)

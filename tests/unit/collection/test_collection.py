@@ -20,7 +20,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
-PLUGIN_DIRS = ("plugins/action", "plugins/modules", "plugins/filter", "plugins/module_utils")
+PLUGIN_DIRS = (
+    "plugins/action",
+    "plugins/lookup",
+    "plugins/modules",
+    "plugins/filter",
+    "plugins/module_utils",
+)
 
 
 def run(argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -81,7 +87,7 @@ def test_tarball_holds_the_collection_and_nothing_of_the_cli(tarball):
         "playbooks/validate.yml",
         "playbooks/site.yml",
         "plugins/modules/node_validate.py",
-        "plugins/filter/validation.py",
+        "plugins/lookup/validation_expected.py",
         "plugins/module_utils/cfcore/expected.py",
         "plugins/module_utils/cfcore/data/skus.yml",
         "plugins/module_utils/cfcore/data/bom_rules.yml",
@@ -137,7 +143,7 @@ def test_installed_collection_resolves_by_fqcn_without_the_checkout(tarball, tmp
     env = plain_env(tmp_path, collections)
     for kind, name in (
         ("module", "clusterforge.cluster.node_validate"),
-        ("filter", "clusterforge.cluster.cf_validation_expected"),
+        ("filter", "clusterforge.cluster.cf_hccn_findings"),
         ("role", "clusterforge.cluster.base"),
     ):
         if kind == "filter":
@@ -165,30 +171,39 @@ def test_installed_collection_resolves_by_fqcn_without_the_checkout(tarball, tmp
     assert proc.returncode == 0, proc.stderr
 
 
-def test_filter_builds_expectations_from_the_collection_alone(tarball, tmp_path):
-    """cf_validation_expected in a Python that cannot import clusterforge or cfcore."""
+def test_lookup_builds_expectations_from_the_collection_alone(tarball, tmp_path):
+    """Lookup validation_expected in a Python that cannot import clusterforge or cfcore."""
     collections = tmp_path / "collections"
     run(
         [BIN / "ansible-galaxy", "collection", "install", "-p", collections, "--no-deps", tarball],
         cwd=tmp_path,
     )
+    (tmp_path / "play.yml").write_text(
+        "- hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - ansible.builtin.debug:\n"
+        "        msg: 'expected: {{ e.sku.accelerator.model }} {{ e.bom.nvidia_driver_version }}'\n"
+        "      vars:\n"
+        "        e: \"{{ lookup('clusterforge.cluster.validation_expected') }}\"\n"
+    )
+    argv = ["ansible-playbook", "-i", "localhost,", "-c", "local", "play.yml",
+            "-e", "node_sku=hgx-h100-8gpu nvidia_driver_version=535.183.01"]  # fmt: skip
     code = (
         "import sys, importlib.util\n"
         "assert importlib.util.find_spec('clusterforge') is None\n"
         "assert importlib.util.find_spec('cfcore') is None\n"
-        "from ansible.plugins.loader import filter_loader, init_plugin_loader\n"
-        "init_plugin_loader()\n"
-        "f = filter_loader.get('clusterforge.cluster.cf_validation_expected')\n"
-        "exp = f.j2_function({'node_sku': 'hgx-h100-8gpu', 'nvidia_driver_version': '535.183.01'}, 'gpu-1')\n"
-        "print(exp['sku']['accelerator']['model'], exp['bom']['nvidia_driver_version'])\n"
+        f"sys.argv = {argv!r}\n"
+        "from ansible.cli.playbook import main\n"
+        "main()\n"
     )
     env = plain_env(tmp_path, collections)
     # -S: no site-packages processing, so the editable installs of this checkout
     # (.pth files) are not on the path; Ansible's own packages are added by hand.
     site = next(p for p in sys.path if p.endswith("site-packages"))
     proc = run([sys.executable, "-S", "-c", f"import sys; sys.path.append({site!r})\n" + code], tmp_path, env)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["H100", "535.183.01"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "expected: H100 535.183.01" in proc.stdout
 
 
 def test_execution_environment_renders_a_build_context(tarball, tmp_path):
