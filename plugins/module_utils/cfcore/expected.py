@@ -95,8 +95,6 @@ INPUT_VARIABLES = (
 JUICEFS_DEFAULT_META_URL = "juicefs_default_meta_url"
 # The inputs that are the host's own variables (the rest is computed from other hosts').
 HOST_VARIABLES = tuple(name for name in INPUT_VARIABLES if name != JUICEFS_DEFAULT_META_URL)
-# The run's own skips (`clusterforge validate --skip-check`, a playbook's vars), added to the host's.
-RUN_SKIPS_VARIABLE = "validate_extra_skip_checks"
 # Read only where the host mounts JuiceFS: site-wide values that are often templated or vaulted.
 JUICEFS_SITE_VARIABLES = (
     "juicefs_volumes",
